@@ -1,0 +1,46 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Budget describes what one controller paces.
+//
+// A budget is either a window budget (Begin and End set: spend Target
+// smoothly between them, finishing Reserve before End) or a period budget
+// (Period set: at most Target per period, periods aligned to Begin, or to
+// the Unix epoch when Begin is zero).
+type Budget struct {
+	Name    string
+	Target  float64 // passes, or rewards when Rewards is set
+	Begin   time.Time
+	End     time.Time
+	Reserve time.Duration // finish this long before End
+	Period  time.Duration // period budgets: Target per Period
+
+	// Rewards makes Target count rewards (clicks, conversions) reported
+	// through Lane.Reward instead of passes.
+	Rewards bool
+	// Scored turns on score-tiered selection: the highest scores pass first.
+	Scored bool
+	// Parent names the budget above this one: a pass must fit both.
+	Parent string
+}
+
+// ErrInvalidBudget is wrapped by every error about a budget's definition.
+var ErrInvalidBudget = errors.New("invalid budget")
+
+// BudgetError names the budget and field that are wrong.
+type BudgetError struct {
+	Budget string
+	Field  string
+	Reason string
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("budget %q: %s: %s", e.Budget, e.Field, e.Reason)
+}
+
+func (e *BudgetError) Unwrap() error { return ErrInvalidBudget }

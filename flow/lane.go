@@ -1,0 +1,208 @@
+package flow
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Reason says why an event was rejected, or that it passed.
+type Reason uint8
+
+// The reasons a Decide can give.
+const (
+	ReasonPass       Reason = iota // passed every level
+	ReasonPaced                    // over the working pass rate
+	ReasonScore                    // score below the current cut
+	ReasonExhausted                // the budget (or its current period) is spent
+	ReasonNotStarted               // before the window begins
+	ReasonEnded                    // after the window ends
+)
+
+var reasonNames = [...]string{"pass", "paced", "score", "exhausted", "not-started", "ended"}
+
+// String returns the reason as used in headers and metric labels.
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Verdict is the answer for one event.
+type Verdict struct {
+	Pass   bool
+	Reason Reason
+	By     string // the budget that rejected the event; "" on a pass
+}
+
+// Lane is one source's (one partition's) door into one budget: the hot path.
+// A Lane must be used by one goroutine at a time (the partition's); it takes
+// no lock, and the controller reads its counters with atomic loads, so
+// many lanes of one controller decide in parallel without contention.
+type Lane struct {
+	c      *Controller
+	parent *Lane
+	source string
+	since  int64
+
+	// Counters, written only by the lane's goroutine (load+store, no
+	// read-modify-write needed) and read by the controller.
+	offered, passed atomic.Uint64
+	rewards         atomic.Uint64 // float64 bits
+	period          atomic.Int64
+	baseOff         atomic.Uint64 // totals when the current period began
+	basePass        atomic.Uint64
+	baseRew         atomic.Uint64 // float64 bits
+
+	// Owned by the lane's goroutine.
+	credit    float64
+	periodEnd int64
+	sk        *laneSketch
+
+	// Owned by the controller (under its mutex).
+	seenOff, seenPass uint64
+	seenRew           float64
+	closed            bool
+
+	_ [64]byte // keep neighbouring lanes off this cache line
+}
+
+// Decide decides one event of this lane's budget with the given score
+// (ignored unless a budget on the way up is scored): it passes only if every
+// level of the budget tree lets it through. now is the event's processing
+// time.
+func (l *Lane) Decide(now time.Time, score float64) Verdict {
+	return l.decide(now.UnixNano(), score)
+}
+
+func (l *Lane) decide(t int64, score float64) Verdict {
+	for x := l; x != nil; x = x.parent {
+		if r := x.want(t, score); r != ReasonPass {
+			for y := l; y != x; y = y.parent {
+				y.unwant()
+			}
+			return Verdict{Reason: r, By: x.c.b.Name}
+		}
+	}
+	for x := l; x != nil; x = x.parent {
+		x.take()
+	}
+	return Verdict{Pass: true}
+}
+
+// want counts the event as offered and says whether this level would pass it.
+func (l *Lane) want(t int64, score float64) Reason {
+	prm := l.c.params.Load()
+	if t < prm.begin {
+		return ReasonNotStarted
+	}
+	if t >= prm.end {
+		return ReasonEnded
+	}
+	if t >= l.periodEnd {
+		l.roll(t)
+	}
+	l.offered.Store(l.offered.Load() + 1)
+	p, cut := prm.p, prm.cut
+	if l.period.Load() != prm.period {
+		// The lane entered a period the controller has not tuned for yet.
+		p, cut = prm.nextP, prm.nextCut
+	} else if prm.exhausted {
+		return ReasonExhausted
+	}
+	if l.sk != nil {
+		if score != score { // NaN never passes a cut
+			return ReasonScore
+		}
+		l.sk.add(score)
+		if score < cut {
+			return ReasonScore
+		}
+		return ReasonPass
+	}
+	l.credit += p
+	if l.credit < 1 {
+		return ReasonPaced
+	}
+	return ReasonPass
+}
+
+// unwant: this level would have passed, a level above refused. Keep the
+// credit (the next event is wanted again) but do not let it pile up.
+func (l *Lane) unwant() {
+	if l.credit > 1 {
+		l.credit = 1
+	}
+}
+
+// take commits a pass.
+func (l *Lane) take() {
+	l.passed.Store(l.passed.Load() + 1)
+	if l.sk == nil {
+		l.credit--
+	}
+}
+
+// roll moves the lane into the period holding t.
+func (l *Lane) roll(t int64) {
+	idx, _, end := l.c.sched.period(t)
+	l.baseOff.Store(l.offered.Load())
+	l.basePass.Store(l.passed.Load())
+	l.baseRew.Store(l.rewards.Load())
+	l.period.Store(idx)
+	l.periodEnd = end
+}
+
+// Reward reports value (e.g. 1 for one click) converted from this budget's
+// passes, counted on this lane's source. It feeds reward budgets; for other
+// budgets it is only counted.
+func (l *Lane) Reward(now time.Time, value float64) {
+	t := now.UnixNano()
+	if t >= l.periodEnd {
+		l.roll(t)
+	}
+	l.rewards.Store(math.Float64bits(math.Float64frombits(l.rewards.Load()) + value))
+}
+
+// Source is the name of the lane's source.
+func (l *Lane) Source() string { return l.source }
+
+// Budget is the lane's budget name.
+func (l *Lane) Budget() string { return l.c.b.Name }
+
+// counts reads the lane's totals and its counts in period idx (zero when
+// the lane has not reached that period yet).
+func (l *Lane) counts(idx int64) (total, in Counters, lp int64) {
+	lp = l.period.Load()
+	total = Counters{
+		Offered: l.offered.Load(),
+		Passed:  l.passed.Load(),
+		Rewards: math.Float64frombits(l.rewards.Load()),
+	}
+	if lp != idx {
+		return total, Counters{}, lp
+	}
+	in = Counters{
+		Offered: total.Offered - l.baseOff.Load(),
+		Passed:  total.Passed - l.basePass.Load(),
+		Rewards: total.Rewards - math.Float64frombits(l.baseRew.Load()),
+	}
+	return total, in, lp
+}
+
+// report builds the lane's report at t.
+func (l *Lane) report(t int64) Report {
+	lp := l.period.Load()
+	total, in, _ := l.counts(lp)
+	return Report{
+		Budget:   l.c.b.Name,
+		Source:   l.source,
+		At:       time.Unix(0, t),
+		Since:    time.Unix(0, l.since),
+		Total:    total,
+		Period:   lp,
+		InPeriod: in,
+		Cut:      l.c.params.Load().cut,
+	}
+}

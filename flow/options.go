@@ -1,0 +1,103 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option configures a Tree and the controllers in it.
+type Option interface{ apply(*config) }
+
+type optFunc func(*config)
+
+func (f optFunc) apply(c *config) { f(c) }
+
+type config struct {
+	tune        time.Duration
+	sync        time.Duration
+	accel       time.Duration
+	staleAfter  time.Duration
+	decay       float64
+	scoreMemory time.Duration
+	priorShare  float64
+	maxDelay    time.Duration
+}
+
+func defaultCfg() config {
+	return config{
+		tune:        100 * time.Millisecond,
+		sync:        time.Second,
+		decay:       0.5,
+		scoreMemory: 5 * time.Minute,
+		priorShare:  1,
+		maxDelay:    30 * time.Second,
+	}
+}
+
+// derive fills the options whose defaults depend on others.
+func (c *config) derive() {
+	if c.accel == 0 {
+		c.accel = 3 * c.sync
+	}
+	if c.staleAfter == 0 {
+		c.staleAfter = 3 * c.sync
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.tune <= 0:
+		return fmt.Errorf("flow: tune interval must be positive, got %v", c.tune)
+	case c.sync <= 0:
+		return fmt.Errorf("flow: sync interval must be positive, got %v", c.sync)
+	case c.accel <= 0:
+		return fmt.Errorf("flow: acceleration period must be positive, got %v", c.accel)
+	case c.staleAfter <= 0:
+		return fmt.Errorf("flow: stale-after must be positive, got %v", c.staleAfter)
+	case !(c.decay >= 0 && c.decay < 1):
+		return fmt.Errorf("flow: decay must be in [0, 1), got %v", c.decay)
+	case c.scoreMemory <= 0:
+		return fmt.Errorf("flow: score memory must be positive, got %v", c.scoreMemory)
+	case !(c.priorShare > 0 && c.priorShare <= 1):
+		return fmt.Errorf("flow: prior share must be in (0, 1], got %v", c.priorShare)
+	case c.maxDelay < 0:
+		return fmt.Errorf("flow: max reward delay must not be negative, got %v", c.maxDelay)
+	}
+	return nil
+}
+
+// TuneInterval sets how often the caller runs Tree.Tune, which re-tunes the
+// working pass rate from local traffic between syncs. Default 100ms.
+func TuneInterval(d time.Duration) Option { return optFunc(func(c *config) { c.tune = d }) }
+
+// SyncInterval sets how often nodes publish and read counters. The
+// controller uses it to judge the age of peer reports. Default 1s.
+func SyncInterval(d time.Duration) Option { return optFunc(func(c *config) { c.sync = d }) }
+
+// Acceleration sets the horizon over which a lag behind (or an excess over)
+// the ideal curve is made up: seed 000's AccelerationPeriod. Default three
+// sync intervals.
+func Acceleration(d time.Duration) Option { return optFunc(func(c *config) { c.accel = d }) }
+
+// StaleAfter sets how long past its last report a peer source is still
+// extrapolated; after that it counts as gone (its traffic no longer in the
+// cluster rate). Default three sync intervals.
+func StaleAfter(d time.Duration) Option { return optFunc(func(c *config) { c.staleAfter = d }) }
+
+// Decay sets the attenuation coefficient P of seed 000's smoothed
+// quantities (local traffic proportion, ideal pass rate). Default 0.5.
+func Decay(p float64) Option { return optFunc(func(c *config) { c.decay = p }) }
+
+// ScoreMemory sets the half-life of the score distribution that scored
+// budgets cut from. Default 5m.
+func ScoreMemory(d time.Duration) Option { return optFunc(func(c *config) { c.scoreMemory = d }) }
+
+// PriorShare sets this node's assumed share of the cluster's traffic until
+// peers' reports tell the real one (e.g. assigned partitions over all
+// partitions, or 1/N for N nodes). Tree.SetShare changes it later.
+// Default 1.
+func PriorShare(f float64) Option { return optFunc(func(c *config) { c.priorShare = f }) }
+
+// MaxRewardDelay bounds the reward delay that reward budgets estimate.
+// Default 30s.
+func MaxRewardDelay(d time.Duration) Option { return optFunc(func(c *config) { c.maxDelay = d }) }

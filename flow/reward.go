@@ -1,0 +1,147 @@
+package flow
+
+import "math"
+
+// conversion estimates, for a reward budget, the conversion ratio c
+// (rewards per pass) and the reward delay d from the cluster's cumulative
+// passes P(t) and rewards R(t), by least squares on R(t) ≈ c·P(t−d) over a
+// grid of delays. Seed 000 smooths Reward/Passed over recent intervals,
+// which is biased while rewards are in flight (it under-counts conversions
+// by the share of passes not yet converted, and so overspends); fitting the
+// delay removes that bias and tells how many rewards are still to come.
+type conversion struct {
+	t    []int64   // sample instants, ascending
+	p, r []float64 // cumulative passes and rewards at those instants
+	keep int       // samples kept
+	// fromStart: the history begins at the budget's start with no passes,
+	// so passes before the first sample are known to be zero.
+	fromStart bool
+
+	ratio float64 // current estimate of c (0 while unknown)
+	delay int64   // current estimate of d in nanoseconds
+}
+
+const (
+	minRewardsToFit = 10
+	delaySteps      = 80
+)
+
+func newConversion(keep int) *conversion {
+	return &conversion{keep: keep}
+}
+
+// add records a sample; instants must not go backwards.
+func (c *conversion) add(t int64, passed, rewards float64) {
+	n := len(c.t)
+	if n > 0 && t <= c.t[n-1] {
+		c.p[n-1], c.r[n-1] = passed, rewards
+		return
+	}
+	if n == 0 {
+		c.fromStart = passed == 0
+	}
+	if n == c.keep {
+		copy(c.t, c.t[1:])
+		copy(c.p, c.p[1:])
+		copy(c.r, c.r[1:])
+		c.t, c.p, c.r = c.t[:n-1], c.p[:n-1], c.r[:n-1]
+		c.fromStart = false
+	}
+	c.t = append(c.t, t)
+	c.p = append(c.p, passed)
+	c.r = append(c.r, rewards)
+}
+
+// cursor interpolates cumulative passes at ascending instants in O(1)
+// amortized time per call.
+type cursor struct {
+	c *conversion
+	i int
+}
+
+func (k *cursor) at(t int64) (float64, bool) {
+	c := k.c
+	n := len(c.t)
+	if n == 0 {
+		return 0, false
+	}
+	if t < c.t[0] {
+		return 0, c.fromStart
+	}
+	for k.i+1 < n && c.t[k.i+1] <= t {
+		k.i++
+	}
+	if k.i+1 >= n {
+		return c.p[n-1], true
+	}
+	lo, hi := k.i, k.i+1
+	f := float64(t-c.t[lo]) / float64(c.t[hi]-c.t[lo])
+	return c.p[lo] + f*(c.p[hi]-c.p[lo]), true
+}
+
+// passedAt interpolates the cumulative passes at instant t.
+func (c *conversion) passedAt(t int64) float64 {
+	k := cursor{c: c}
+	v, _ := k.at(t)
+	return v
+}
+
+// fit re-estimates ratio and delay; maxDelay bounds the delay searched:
+// a coarse grid over [0, maxDelay], then a fine one around the best point.
+func (c *conversion) fit(maxDelay int64) {
+	n := len(c.t)
+	if n < 3 || c.r[n-1] < minRewardsToFit {
+		return
+	}
+	if span := c.t[n-1] - c.t[0]; maxDelay > span {
+		maxDelay = span
+	}
+	step := max(maxDelay/delaySteps, 1)
+	k, d, e := c.search(0, maxDelay, step)
+	if fine := max(step/16, 1); fine < step {
+		if k2, d2, e2 := c.search(max(d-step, 0), min(d+step, maxDelay), fine); e2 <= e {
+			k, d = k2, d2
+		}
+	}
+	if k > 0 {
+		c.ratio, c.delay = k, d
+	}
+}
+
+// search returns the best ratio, delay and mean squared error for delays
+// from lo to hi in steps.
+func (c *conversion) search(lo, hi, step int64) (bestK float64, bestD int64, bestErr float64) {
+	n := len(c.t)
+	bestErr = math.Inf(1)
+	for d := lo; d <= hi; d += step {
+		// On increments, whose noise is independent from one sample to
+		// the next (cumulative series carry a random walk that the fit
+		// would explain away with a wrong delay).
+		var sxy, sxx, syy float64
+		used := 0
+		cur := cursor{c: c}
+		prevX, prevOK := cur.at(c.t[0] - d)
+		for i := 1; i < n; i++ {
+			x, ok := cur.at(c.t[i] - d)
+			if !ok || !prevOK {
+				prevX, prevOK = x, ok
+				continue
+			}
+			dx, dy := x-prevX, c.r[i]-c.r[i-1]
+			prevX = x
+			sxy += dx * dy
+			sxx += dx * dx
+			syy += dy * dy
+			used++
+		}
+		if sxx == 0 || used < 3 {
+			continue
+		}
+		// least squares through the origin: k = Σxy/Σxx, SSE = Σyy − k·Σxy
+		k := sxy / sxx
+		if e := (syy - k*sxy) / float64(used); e < bestErr {
+			bestErr, bestK, bestD = e, k, d
+		}
+	}
+	return bestK, bestD, bestErr
+}
