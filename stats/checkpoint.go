@@ -1,0 +1,200 @@
+package stats
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// Checkpoints.
+//
+// The consumer writes, in the same Kafka transaction as its outputs and its
+// input offsets, one record per input partition it processed to the
+// (compacted) checkpoint topic:
+//
+//	key       the source name, SourceName(topic, partition), e.g. "events/3"
+//	value     EncodeCheckpoint: the input offset and the cumulative report
+//	          of every budget of that source at that commit
+//	partition the input partition's number: events/3 goes to checkpoint
+//	          partition 3 (produce it with Partitioner, which honours
+//	          Record.Partition for the checkpoint topic)
+//
+// The checkpoint topic therefore needs at least as many partitions as the
+// largest input topic (CheckpointTopic); several input topics may share it,
+// their sources are told apart by key. A worker that is assigned a partition
+// calls LoadCheckpoint and continues from exactly the committed counters.
+//
+// Value, version 1.0:
+//
+//	byte 0      major version = 1 (a decoder rejects other majors)
+//	byte 1      minor version = 0
+//	Offset      zig-zag varint: the next input offset of the source, -1 if unknown
+//	count       uvarint: number of entries
+//	entries, in strictly increasing budget order:
+//	  budget    uvarint length (1..MaxNameLen), then the name
+//	  body      uvarint length, then the report body of a stats value
+//	            (At, Since, Total, Period, InPeriod; see encoding.go)
+//	minor > 0:  bytes after the known fields of a body, and after the last
+//	            entry, are skipped; in 1.0 they are corrupt.
+
+const (
+	checkpointMajor = 1
+	checkpointMinor = 0
+)
+
+// Checkpoint is the committed state of one source: the input offset it was
+// taken at and the cumulative report of every budget.
+type Checkpoint struct {
+	// Source is the source name, SourceName(topic, partition).
+	Source string
+	// Offset is the next input offset of Source to process: the offset
+	// committed in the same transaction. -1 when unknown.
+	Offset int64
+	// Reports holds one report per budget, sorted by budget once decoded.
+	// Their Source is Source (or empty when encoding, meaning Source).
+	Reports []flow.Report
+}
+
+// Report returns the report of budget, if the checkpoint has one. Its
+// signature fits a "restore" callback: func(budget string) (flow.Report, bool).
+func (c Checkpoint) Report(budget string) (flow.Report, bool) {
+	for _, r := range c.Reports {
+		if r.Budget == budget {
+			return r, true
+		}
+	}
+	return flow.Report{}, false
+}
+
+// SourceName is the name of the source that is one partition of an input
+// topic: "topic/partition". Kafka topic names cannot contain '/', so the name
+// is unambiguous.
+func SourceName(topic string, partition int32) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
+
+// ParseSource splits a source name made by SourceName.
+func ParseSource(source string) (topic string, partition int32, err error) {
+	i := strings.LastIndexByte(source, '/')
+	if i <= 0 {
+		return "", 0, fmt.Errorf("stats: source %q: %w: want topic/partition", source, ErrInvalidReport)
+	}
+	p, err := strconv.ParseInt(source[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return "", 0, fmt.Errorf("stats: source %q: %w: bad partition number", source, ErrInvalidReport)
+	}
+	return source[:i], int32(p), nil
+}
+
+// EncodeCheckpoint returns the checkpoint-topic value of c. It fails
+// (ErrInvalidReport) for an empty or overlong name, a report of another
+// source, or a budget listed twice.
+func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
+	if c.Source == "" || len(c.Source) > MaxNameLen {
+		return nil, &ReportError{Source: c.Source, Msg: "checkpoint source name empty or longer than MaxNameLen"}
+	}
+	reports := slices.Clone(c.Reports)
+	for i := range reports {
+		r := &reports[i]
+		if r.Source == "" {
+			r.Source = c.Source
+		}
+		if r.Source != c.Source {
+			return nil, &ReportError{Budget: r.Budget, Source: r.Source, Msg: fmt.Sprintf("checkpoint of source %q holds another source", c.Source)}
+		}
+		if err := checkNames(r.Budget, r.Source); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(reports, func(a, b flow.Report) int { return strings.Compare(a.Budget, b.Budget) })
+	for i := 1; i < len(reports); i++ {
+		if reports[i].Budget == reports[i-1].Budget {
+			return nil, &ReportError{Budget: reports[i].Budget, Source: c.Source, Msg: "budget listed twice in a checkpoint"}
+		}
+	}
+
+	b := make([]byte, 0, 16+len(reports)*64)
+	b = append(b, checkpointMajor, checkpointMinor)
+	b = binary.AppendVarint(b, c.Offset)
+	b = binary.AppendUvarint(b, uint64(len(reports)))
+	var body []byte
+	for _, r := range reports {
+		b = binary.AppendUvarint(b, uint64(len(r.Budget)))
+		b = append(b, r.Budget...)
+		body = appendBody(body[:0], r)
+		b = binary.AppendUvarint(b, uint64(len(body)))
+		b = append(b, body...)
+	}
+	return b, nil
+}
+
+// DecodeCheckpoint parses a checkpoint value of source. The reports come
+// back sorted by budget, with Budget and Source set.
+func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
+	d := decoder{what: "checkpoint", b: value}
+	minor := d.version(checkpointMajor)
+	c := Checkpoint{Source: source, Offset: d.varint()}
+	at := d.pos
+	n := d.uvarint()
+	if d.err == nil && n > uint64(d.rest()/4) { // an entry takes at least 4 bytes
+		d.fail(at, ErrCorrupt, "%d entries cannot fit in %d bytes", n, d.rest())
+	}
+	if d.err == nil && n > 0 {
+		c.Reports = make([]flow.Report, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		at := d.pos
+		r := flow.Report{Budget: d.nameVar("budget"), Source: source}
+		if d.err == nil && len(c.Reports) > 0 && r.Budget <= c.Reports[len(c.Reports)-1].Budget {
+			d.fail(at, ErrCorrupt, "budget %q out of order or repeated", r.Budget)
+		}
+		at = d.pos
+		size := d.uvarint()
+		if d.err == nil && size > uint64(d.rest()) {
+			d.fail(at, ErrCorrupt, "body length %d exceeds the %d bytes left", size, d.rest())
+		}
+		if d.err != nil {
+			break
+		}
+		sub := decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
+		sub.body(&r)
+		if minor == 0 {
+			sub.end()
+		}
+		if sub.err != nil {
+			d.err = sub.err
+			break
+		}
+		d.pos += int(size)
+		c.Reports = append(c.Reports, r)
+	}
+	if minor == 0 {
+		d.end()
+	}
+	if d.err != nil {
+		return Checkpoint{}, d.err
+	}
+	return c, nil
+}
+
+// CheckpointRecord returns the record that stores c in partition of the
+// checkpoint topic (by convention the partition number of the input
+// partition c.Source names). Produce it with a client whose partitioner
+// honours Record.Partition for topic (see Partitioner), inside the
+// transaction that commits the input offsets.
+func CheckpointRecord(topic string, partition int32, c Checkpoint) (*kgo.Record, error) {
+	if topic == "" || partition < 0 {
+		return nil, errInvalidConfig("checkpoint topic %q partition %d", topic, partition)
+	}
+	v, err := EncodeCheckpoint(c)
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: topic, Partition: partition, Key: []byte(c.Source), Value: v}, nil
+}

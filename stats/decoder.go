@@ -1,0 +1,176 @@
+package stats
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// maxUnixSec is the latest second time.Time can hold: time.Unix adds the
+// seconds from year 1 to 1970 to its argument.
+const maxUnixSec = math.MaxInt64 - 62135596800
+
+// decoder reads the encodings of this package. The first failure sticks: every
+// later read returns zero values, and err holds a *DecodeError.
+type decoder struct {
+	what string
+	b    []byte
+	pos  int
+	err  error
+}
+
+func (d *decoder) fail(pos int, sentinel error, format string, args ...any) error {
+	if d.err == nil {
+		d.err = &DecodeError{What: d.what, Pos: pos, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
+	}
+	return d.err
+}
+
+func (d *decoder) rest() int { return len(d.b) - d.pos }
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.rest() < 1 {
+		d.fail(d.pos, ErrCorrupt, "truncated")
+		return 0
+	}
+	v := d.b[d.pos]
+	d.pos++
+	return v
+}
+
+// version reads a major and minor version byte, failing on another major.
+func (d *decoder) version(major byte) (minor byte) {
+	if d.rest() == 0 && d.err == nil {
+		d.fail(0, ErrCorrupt, "empty")
+		return 0
+	}
+	if v := d.byte(); d.err == nil && v != major {
+		d.fail(0, ErrUnknownVersion, "major version %d, want %d", v, major)
+		return 0
+	}
+	return d.byte()
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > d.rest() {
+		d.fail(d.pos, ErrCorrupt, "length %d exceeds the %d bytes left", n, d.rest())
+		return nil
+	}
+	v := d.b[d.pos : d.pos+n]
+	d.pos += n
+	return v
+}
+
+// name16 reads a uint16-length-prefixed, non-empty name.
+func (d *decoder) name16(field string) string {
+	if d.err != nil {
+		return ""
+	}
+	if d.rest() < 2 {
+		d.fail(d.pos, ErrCorrupt, "truncated %s length", field)
+		return ""
+	}
+	n := int(binary.BigEndian.Uint16(d.b[d.pos:]))
+	if n == 0 {
+		d.fail(d.pos, ErrCorrupt, "empty %s", field)
+		return ""
+	}
+	d.pos += 2
+	return string(d.bytes(n))
+}
+
+// nameVar reads a uvarint-length-prefixed, non-empty name of at most
+// MaxNameLen bytes.
+func (d *decoder) nameVar(field string) string {
+	at := d.pos
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n == 0 || n > MaxNameLen {
+		d.fail(at, ErrCorrupt, "%s length %d out of range", field, n)
+		return ""
+	}
+	return string(d.bytes(int(n)))
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.pos:])
+	if n <= 0 {
+		d.fail(d.pos, ErrCorrupt, "bad uvarint")
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.pos:])
+	if n <= 0 {
+		d.fail(d.pos, ErrCorrupt, "bad varint")
+		return 0
+	}
+	d.pos += n
+	return v
+}
+
+func (d *decoder) float64() float64 {
+	b := d.bytes(rewardsBytes)
+	if d.err != nil {
+		return 0
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b))
+}
+
+func (d *decoder) time() time.Time {
+	at := d.pos
+	sec := d.varint()
+	nsec := d.uvarint()
+	if d.err != nil {
+		return time.Time{}
+	}
+	if nsec >= nanosPerSec {
+		d.fail(at, ErrCorrupt, "nanoseconds %d out of range", nsec)
+		return time.Time{}
+	}
+	if sec > maxUnixSec {
+		d.fail(at, ErrCorrupt, "seconds %d out of range", sec)
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
+}
+
+func (d *decoder) counters() flow.Counters {
+	return flow.Counters{Offered: d.uvarint(), Passed: d.uvarint(), Rewards: d.float64()}
+}
+
+// body reads the report body written by appendBody.
+func (d *decoder) body(r *flow.Report) {
+	r.At = d.time()
+	r.Since = d.time()
+	r.Total = d.counters()
+	r.Period = d.varint()
+	r.InPeriod = d.counters()
+}
+
+// end fails if bytes are left.
+func (d *decoder) end() {
+	if d.err == nil && d.rest() != 0 {
+		d.fail(d.pos, ErrCorrupt, "%d trailing bytes", d.rest())
+	}
+}

@@ -1,0 +1,89 @@
+package stats
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// patience bounds every wait in these tests: generous, because the machine is
+// small and shared; tests poll conditions and never assert on speed.
+const patience = 20 * time.Second
+
+// testCtx is a context that ends before the test binary's own timeout.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newCluster starts a one-broker kfake cluster on an ephemeral loopback port
+// (kfake listens on 127.0.0.1, port 0 unless kfake.Ports is given) and
+// returns it with the connection options of a client.
+func newCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, []kgo.Opt) {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+}
+
+func newClient(t *testing.T, conn []kgo.Opt, extra ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, conn...), extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func ensure(t *testing.T, conn []kgo.Opt, specs ...TopicSpec) {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, conn))
+	if err := EnsureTopics(testCtx(t), adm, specs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or patience runs out.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", patience, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func produceSync(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// txn runs one transaction producing recs, committing or aborting it.
+func txn(t *testing.T, cl *kgo.Client, commit bool, recs ...*kgo.Record) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, cl, recs...)
+	end := kgo.TryAbort
+	if commit {
+		end = kgo.TryCommit
+	}
+	if err := cl.EndTransaction(testCtx(t), end); err != nil {
+		t.Fatal(err)
+	}
+}
