@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/throttler/throttler/internal/broker"
+)
+
+var brokerCmd = &command{
+	name:    "broker",
+	summary: "run the embedded Kafka broker (kfake) until interrupted",
+	doc: `Runs kfake, a Kafka-protocol broker written in Go, as a standalone process
+until SIGINT or SIGTERM. Prints the address clients should use (host:port,
+with the real port when -addr asks for port 0) on one line of stdout once
+the broker answers; logs go to stderr.
+
+With -data-dir the broker keeps its topics, records, groups and
+transactions on disk and reloads them on the next start; without it
+everything stays in memory. Compacted topics are compacted every
+-compaction-interval.`,
+	setup: func(fs *flag.FlagSet) action {
+		addr := fs.String("addr", broker.DefaultAddr, "`host:port` to listen on; port 0 picks a free port")
+		adv := fs.String("advertise", "", "`host[:port]` clients are told to connect to (default: the listening address, 127.0.0.1 for a wildcard host)")
+		dir := fs.String("data-dir", "", "`directory` to persist the broker's state in (default: memory only)")
+		parts := fs.Int("partitions", broker.DefaultPartitions, "partition `count` of seed topics and of topics created with the default count")
+		seeds := listFlag(fs, "seed-topics", nil, "comma-separated `topics` to create on start if missing")
+		compaction := fs.Duration("compaction-interval", broker.DefaultCompactionInterval, "how often compacted topics are compacted (log.cleaner.backoff.ms)")
+		return func(ctx context.Context, e *env) error {
+			host, _, err := net.SplitHostPort(*addr)
+			if err != nil {
+				return badFlag("addr", "want host:port, got %q", *addr)
+			}
+			if *parts < 1 || *parts > 1<<20 {
+				return badFlag("partitions", "must be at least 1, got %d", *parts)
+			}
+			if *compaction < time.Millisecond {
+				return badFlag("compaction-interval", "must be at least 1ms, got %v", *compaction)
+			}
+			opts := []broker.Opt{
+				broker.Addr(*addr),
+				broker.Partitions(int32(*parts)),
+				broker.SeedTopics(*seeds...),
+				broker.CompactionInterval(*compaction),
+				broker.Logger(e.log),
+			}
+			if *adv != "" {
+				opts = append(opts, broker.Advertise(*adv))
+			} else if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+				e.log.Warn().Msg("listening on every interface but advertising 127.0.0.1: set -advertise for clients on other hosts")
+			}
+			if *dir != "" {
+				opts = append(opts, broker.DataDir(*dir))
+			}
+			b, err := broker.Start(ctx, opts...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, b.Addr())
+			<-b.Done() // until ctx (the signals) ends
+			e.log.Info().Msg("broker stopped")
+			return nil
+		}
+	},
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+)
+
+// setupTimeout bounds reaching the brokers and creating the topic.
+const setupTimeout = 30 * time.Second
+
+var loadgenCmd = &command{
+	name:    "loadgen",
+	summary: "produce synthetic JSON events at a steady rate",
+	doc: `Produces synthetic events to a topic, creating it if missing:
+
+  {"id":"1-42","user":"user-3","campaign":"a","score":0.61,"ts":1795341600000}
+
+id is "<seed>-<sequence>"; user follows a Zipf distribution over -users
+users; campaign is drawn from -budgets (uniform, or weighted as "a:3,b:1");
+score is uniform in [0,1); ts is the event time in Unix milliseconds. The
+record key is the user. The same -seed gives the same events.
+
+Paces to -rate events per second (0: as fast as possible) and stops after
+-duration or -count, or on SIGINT; then prints a JSON summary on stdout:
+{"produced":N,"seconds":S,"rate":R}.`,
+	setup: func(fs *flag.FlagSet) action {
+		brokers := listFlag(fs, "brokers", []string{"127.0.0.1:9092"}, "comma-separated seed `brokers` (default 127.0.0.1:9092)")
+		topic := fs.String("topic", "events", "`topic` to produce to")
+		rate := fs.Float64("rate", 1000, "target `rate` in events per second; 0 means as fast as possible")
+		duration := fs.Duration("duration", 0, "stop after this long (default: no limit)")
+		count := fs.Uint64("count", 0, "stop after this many events (default: no limit)")
+		var budgets []loadgen.Budget
+		fs.Func("budgets", "campaigns to draw from: `a,b,c` (uniform) or a:3,b:1 (weighted); required", func(s string) error {
+			b, err := loadgen.ParseBudgets(s)
+			budgets = b
+			return err
+		})
+		users := fs.Int("users", loadgen.DefaultUsers, "number of distinct `users`")
+		skew := fs.Float64("skew", loadgen.DefaultSkew, "Zipf `exponent` of user popularity, above 1")
+		seed := fs.Uint64("seed", 1, "random `seed`; also prefixes the event ids")
+		parts := fs.Int("partitions", 12, "partition `count` if the topic has to be created")
+		return func(ctx context.Context, e *env) error {
+			switch {
+			case len(budgets) == 0:
+				return &usageError{"flag -budgets is required"}
+			case math.IsNaN(*rate) || math.IsInf(*rate, 0) || *rate < 0:
+				return badFlag("rate", "must be a number at least 0, got %v", *rate)
+			case *duration < 0:
+				return badFlag("duration", "must not be negative, got %v", *duration)
+			case *users < 1:
+				return badFlag("users", "must be at least 1, got %d", *users)
+			case !(*skew > 1) || math.IsInf(*skew, 0):
+				return badFlag("skew", "must be a number above 1, got %v", *skew)
+			case *parts < 1 || *parts > 1<<20:
+				return badFlag("partitions", "must be at least 1, got %d", *parts)
+			case *topic == "":
+				return badFlag("topic", "must not be empty")
+			}
+			g, err := loadgen.New(loadgen.Config{Seed: *seed, Users: *users, Skew: *skew, Budgets: budgets})
+			if err != nil {
+				return &usageError{err.Error()}
+			}
+
+			setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+			err = broker.EnsureTopics(setupCtx, *brokers, int32(*parts), nil, *topic)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("topic %s on %v: %w", *topic, *brokers, err)
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			e.log.Info().Str("topic", *topic).Float64("rate", *rate).Dur("duration", *duration).
+				Uint64("count", *count).Msg("producing")
+			sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{
+				Topic: *topic, Rate: *rate, Duration: *duration, Count: *count,
+			})
+			out, _ := json.Marshal(sum)
+			fmt.Fprintln(e.stdout, string(out))
+			return err
+		}
+	},
+}

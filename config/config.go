@@ -1,0 +1,168 @@
+package config
+
+import (
+	"time"
+
+	"github.com/throttler/throttler/splitter"
+)
+
+// Config is a worker's configuration: the YAML file, decoded.
+//
+// A Config built in code rather than parsed should go through
+// ApplyDefaults and Validate before use; Parse and Load do both.
+type Config struct {
+	// Brokers are the seed brokers, host:port each. Required.
+	Brokers []string `yaml:"brokers"`
+	// Group is the consumer group of the workers. Default "throttler".
+	Group string `yaml:"group"`
+	// Topics names every topic the worker reads and writes.
+	Topics Topics `yaml:"topics"`
+	// Delivery is the delivery guarantee. Default DeliveryExactlyOnce.
+	Delivery Delivery `yaml:"delivery"`
+	// SyncInterval is how often a worker publishes its counters and re-tunes
+	// from its peers'. At least 10ms. Default 1s.
+	SyncInterval time.Duration `yaml:"sync_interval"`
+	// CommitInterval is how often a transaction (exactly-once) or an offset
+	// commit (at-least-once) closes. Positive. Default 100ms.
+	CommitInterval time.Duration `yaml:"commit_interval"`
+	// Fields locates the values the worker reads in each event.
+	Fields Fields `yaml:"fields"`
+	// Rewards locates the values the worker reads in each reward event.
+	Rewards Rewards `yaml:"rewards"`
+	// Budgets are the flow budgets; at least one.
+	Budgets []Budget `yaml:"budgets"`
+	// Layers are the experiment layers of the splitter; optional.
+	Layers []splitter.Layer `yaml:"layers"`
+	// HTTP configures the metrics and health endpoint.
+	HTTP HTTP `yaml:"http"`
+	// Log configures the worker's logs.
+	Log Log `yaml:"log"`
+
+	// lines maps field paths to the YAML lines they were read from; nil
+	// for a Config built in code.
+	lines map[string]int
+}
+
+// Topics names the topics of a worker.
+type Topics struct {
+	// Input topics carry the events to throttle. Required, one or more.
+	Input []string `yaml:"input"`
+	// Rewards topics carry reward events (clicks, conversions). Optional.
+	Rewards []string `yaml:"rewards"`
+	// Output receives the events that pass (unless a variant routes them
+	// elsewhere). Required.
+	Output string `yaml:"output"`
+	// Rejected receives rejected events with reason headers. Empty means
+	// rejected events are dropped and counted.
+	Rejected string `yaml:"rejected"`
+	// DeadLetter receives records that cannot be decoded. Default
+	// "<group>.dead-letter".
+	DeadLetter string `yaml:"dead_letter"`
+	// Stats is the compacted topic of the counter exchange. Default
+	// "<group>.stats".
+	Stats string `yaml:"stats"`
+	// Checkpoints is the compacted topic of per-partition state (caps).
+	// Default "<group>.checkpoints".
+	Checkpoints string `yaml:"checkpoints"`
+	// Partitions is the partition count of the topics the worker creates
+	// on start. 0 (the default) means as many as the first input topic, or
+	// DefaultPartitions when that is unknown; see PartitionsFor.
+	Partitions int32 `yaml:"partitions"`
+}
+
+// Delivery is a delivery guarantee.
+type Delivery string
+
+// Delivery guarantees.
+const (
+	// DeliveryExactlyOnce writes outputs and input offsets in one
+	// transaction; readers must read committed records. The default.
+	DeliveryExactlyOnce Delivery = "exactly-once"
+	// DeliveryAtLeastOnce commits offsets after the outputs are written; a
+	// crash can duplicate outputs.
+	DeliveryAtLeastOnce Delivery = "at-least-once"
+)
+
+// Fields holds dot-separated JSON paths into an event ("a.b" is field b of
+// object a). An empty path means the value is absent.
+type Fields struct {
+	// Budget names the budget the event spends. Required.
+	Budget string `yaml:"budget"`
+	// Key is the user (or other entity) the event is about, for experiments
+	// and caps. Empty means the record key.
+	Key string `yaml:"key"`
+	// ID identifies the event, for logs and deduplication. Optional.
+	ID string `yaml:"id"`
+	// Score is the event's score, for scored budgets. Optional; exclusive
+	// with ScoreExpr.
+	Score string `yaml:"score"`
+	// ScoreExpr computes the score from the event's fields. Optional;
+	// exclusive with Score.
+	ScoreExpr string `yaml:"score_expr"`
+	// Time is the event's time. Empty means the record timestamp.
+	Time string `yaml:"time"`
+}
+
+// Rewards holds dot-separated JSON paths into a reward event.
+type Rewards struct {
+	// Budget names the budget the reward counts for. Required when
+	// Topics.Rewards is set.
+	Budget string `yaml:"budget"`
+	// Value is the reward's value. Empty means each reward counts 1.
+	Value string `yaml:"value"`
+}
+
+// Budget is one flow budget; FlowBudgets converts it to a flow.Budget.
+//
+// A budget has either a window (Begin and End: spend Target between them,
+// finishing Reserve before End) or a Period (at most Target per Period,
+// periods aligned to the Unix epoch), never both.
+type Budget struct {
+	// Name identifies the budget; events name it in Fields.Budget.
+	// Required, unique.
+	Name string `yaml:"name"`
+	// Target is how many passes (or rewards, for KindRewards) the budget
+	// allows. Positive and finite.
+	Target float64 `yaml:"target"`
+	// Begin and End bound the window, RFC 3339 in YAML.
+	Begin time.Time `yaml:"begin,omitempty"`
+	End   time.Time `yaml:"end,omitempty"`
+	// Reserve makes a window budget finish this long before End. At least
+	// 0 and shorter than the window. Default 0.
+	Reserve time.Duration `yaml:"reserve,omitempty"`
+	// Period makes a period budget: Target per Period.
+	Period time.Duration `yaml:"period,omitempty"`
+	// Kind says what Target counts. Default KindPasses.
+	Kind Kind `yaml:"kind"`
+	// Scored turns on score-tiered selection: the highest scores pass
+	// first. It needs Fields.Score or Fields.ScoreExpr.
+	Scored bool `yaml:"scored"`
+	// Parent names the budget above this one; a pass must fit both.
+	Parent string `yaml:"parent,omitempty"`
+}
+
+// Kind says what a budget's target counts.
+type Kind string
+
+// Budget kinds.
+const (
+	// KindPasses counts events that pass. The default.
+	KindPasses Kind = "passes"
+	// KindRewards counts rewards reported on the reward topics.
+	KindRewards Kind = "rewards"
+)
+
+// HTTP configures the metrics and health endpoint.
+type HTTP struct {
+	// Listen is the host:port to listen on; the host may be empty for all
+	// interfaces. Default ":9090".
+	Listen string `yaml:"listen"`
+}
+
+// Log configures logging (see internal/logx).
+type Log struct {
+	// Format is "json" (the default) or "console".
+	Format string `yaml:"format"`
+	// Level is one of trace, debug, info, warn, error. Default "info".
+	Level string `yaml:"level"`
+}

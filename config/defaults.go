@@ -1,0 +1,77 @@
+package config
+
+import "time"
+
+// Defaults of the optional fields.
+const (
+	DefaultGroup          = "throttler"
+	DefaultDelivery       = DeliveryExactlyOnce
+	DefaultSyncInterval   = time.Second
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultHTTPListen     = ":9090"
+	DefaultLogFormat      = "json"
+	DefaultLogLevel       = "info"
+	// DefaultPartitions is the partition count of created topics when
+	// neither topics.partitions nor the input topic gives one.
+	DefaultPartitions int32 = 12
+	// MinSyncInterval is the shortest sync_interval Validate accepts.
+	MinSyncInterval = 10 * time.Millisecond
+)
+
+// ApplyDefaults fills every optional field left at its zero value with its
+// default; fields already set are kept. Parse and Load call it; a Config
+// built in code should call it before Validate.
+func (c *Config) ApplyDefaults() { c.defaults() }
+
+// defaults is the one place defaults are applied; each default is also
+// stated on its field's doc comment.
+func (c *Config) defaults() {
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.Topics.DeadLetter == "" {
+		c.Topics.DeadLetter = c.Group + ".dead-letter"
+	}
+	if c.Topics.Stats == "" {
+		c.Topics.Stats = c.Group + ".stats"
+	}
+	if c.Topics.Checkpoints == "" {
+		c.Topics.Checkpoints = c.Group + ".checkpoints"
+	}
+	if c.Delivery == "" {
+		c.Delivery = DefaultDelivery
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	for i := range c.Budgets {
+		if c.Budgets[i].Kind == "" {
+			c.Budgets[i].Kind = KindPasses
+		}
+	}
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = DefaultHTTPListen
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+}
+
+// PartitionsFor returns the partition count for a topic the worker
+// creates: Partitions when set, else input (the partition count of the
+// first input topic) when positive, else DefaultPartitions.
+func (t Topics) PartitionsFor(input int32) int32 {
+	switch {
+	case t.Partitions > 0:
+		return t.Partitions
+	case input > 0:
+		return input
+	}
+	return DefaultPartitions
+}

@@ -1,0 +1,51 @@
+// Package config reads and checks the one YAML file that configures a
+// throttler worker.
+//
+// Load reads a file and Parse reads bytes; both decode strictly (a field
+// the schema does not know is an error), fill in defaults and validate, and
+// return every problem at once as a Problems error that wraps ErrInvalid.
+// Each Problem names the field by its YAML path ("budgets[2].end") and,
+// when the config came from YAML, the line it is on.
+//
+// A complete file, with the defaults of the optional fields:
+//
+//	brokers: [127.0.0.1:9092]            # required, host:port each
+//	group: throttler                     # consumer group (default "throttler")
+//	topics:
+//	  input: [events]                    # required, one or more
+//	  rewards: [clicks]                  # optional reward (click, conversion) topics
+//	  output: passed                     # required
+//	  rejected: rejected                 # optional; empty = drop rejected events and count them
+//	  dead_letter: throttler.dead-letter # default "<group>.dead-letter"
+//	  stats: throttler.stats             # default "<group>.stats"
+//	  checkpoints: throttler.checkpoints # default "<group>.checkpoints"
+//	  partitions: 12                     # for topics created on start; default 0 = as many as the input, else 12
+//	delivery: exactly-once               # or at-least-once (default exactly-once)
+//	sync_interval: 1s                    # counter exchange period, at least 10ms (default 1s)
+//	commit_interval: 100ms               # how often a transaction or commit closes (default 100ms)
+//	fields:                              # dot-separated JSON paths into each event
+//	  budget: campaign                   # required: names the event's budget
+//	  key: user                          # optional; default: the record key
+//	  id: id                             # optional
+//	  score: score                       # optional; or score_expr, not both
+//	  score_expr: "score * 2"            # optional expression over fields
+//	  time: ts                           # optional; default: the record timestamp
+//	rewards:                             # required when topics.rewards is set
+//	  budget: campaign                   # path in reward events naming the budget
+//	  value: value                       # optional; default: each reward counts 1
+//	budgets:                             # at least one
+//	  - name: campaign-a                 # required, unique
+//	    target: 12000                    # required, > 0
+//	    begin: 2026-11-22T10:00:00Z      # RFC 3339; begin and end, or period
+//	    end: 2026-11-22T11:00:00Z
+//	    reserve: 30s                     # finish this long before end (default 0)
+//	    kind: passes                     # passes or rewards (default passes)
+//	    scored: false                    # highest scores pass first (default false)
+//	    parent: account                  # optional: another budget's name
+//	  - name: account
+//	    target: 1000
+//	    period: 1m                       # at most target per period
+//	layers: []                           # experiments: see splitter.Layer
+//	http: {listen: ":9090"}              # metrics and health (default ":9090")
+//	log: {format: json, level: info}     # json or console; trace, debug, info, warn, error
+package config

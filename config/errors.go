@@ -1,0 +1,89 @@
+package config
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid is wrapped by every Problem, so errors.Is(err, ErrInvalid)
+// reports whether Load, Parse, Validate or FlowBudgets rejected a config
+// (as opposed to, say, failing to read the file).
+var ErrInvalid = errors.New("invalid config")
+
+// Problem is one thing wrong with a config.
+type Problem struct {
+	// Path locates the field with its YAML names, for example
+	// "budgets[2].end" or "topics.input[0]"; empty for a YAML syntax error.
+	Path string
+	// Reason says what is wrong, for a human.
+	Reason string
+	// Line is the 1-based line of the field (or of its closest enclosing
+	// field) in the YAML it was parsed from; 0 when unknown.
+	Line int
+}
+
+// Error formats the problem as "path: reason (line N)"; the line is left
+// out when unknown, and "line N: reason" is used when there is no path.
+func (p Problem) Error() string {
+	var b strings.Builder
+	switch {
+	case p.Path != "":
+		b.WriteString(p.Path)
+		b.WriteString(": ")
+		b.WriteString(p.Reason)
+		if p.Line > 0 {
+			b.WriteString(" (line ")
+			b.WriteString(strconv.Itoa(p.Line))
+			b.WriteString(")")
+		}
+	case p.Line > 0:
+		b.WriteString("line ")
+		b.WriteString(strconv.Itoa(p.Line))
+		b.WriteString(": ")
+		b.WriteString(p.Reason)
+	default:
+		b.WriteString(p.Reason)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrInvalid.
+func (p Problem) Unwrap() error { return ErrInvalid }
+
+// Problems is every problem found in a config, in the order of the fields
+// they concern. A nil or empty Problems means no problem and is never
+// returned as an error.
+type Problems []Problem
+
+// Error joins the problems: "invalid config: a: x; b: y".
+func (ps Problems) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrInvalid.Error())
+	for i, p := range ps {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns each problem as an error, for errors.Is and errors.As.
+func (ps Problems) Unwrap() []error {
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = p
+	}
+	return errs
+}
+
+// err returns ps as an error, or nil when empty.
+func (ps Problems) err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps
+}

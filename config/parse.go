@@ -1,0 +1,89 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads, parses and validates the config file at path (see Parse).
+// A file that cannot be read gives an error that does not wrap ErrInvalid.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes one YAML document strictly, applies the defaults and
+// validates the result. Any problem is returned as Problems, with the line
+// of each: syntax errors and fields of the wrong type or unknown to the
+// schema first (validation is skipped when the file does not decode), or
+// else every validation problem.
+func Parse(data []byte) (*Config, error) {
+	c := new(Config)
+	root, ps := decode(data, c)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	c.lines = linesByPath(root)
+	c.defaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decode reads data into c, returning the YAML tree (nil for an empty
+// document) and the problems met.
+func decode(data []byte, c *Config) (root *yaml.Node, ps Problems) {
+	// yaml.v3 is not maintained any more; turn a panic on hostile input
+	// into a problem rather than a crash of the caller.
+	defer func() {
+		if r := recover(); r != nil {
+			root, ps = nil, Problems{{Reason: fmt.Sprintf("YAML decoder failed: %v", r)}}
+		}
+	}()
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return nil, nil // empty file: the validation reports what is missing
+	case err != nil:
+		return nil, Problems{syntaxProblem(err)}
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		line := next.Line
+		if err != nil {
+			return nil, Problems{syntaxProblem(err)}
+		}
+		return nil, Problems{{Reason: "more than one YAML document (remove the second ---)", Line: line}}
+	}
+	root = &doc
+
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	err := strict.Decode(c)
+	if err == nil {
+		return root, nil
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return nil, Problems{syntaxProblem(err)}
+	}
+	idx := newLineIndex(root)
+	for _, msg := range te.Errors {
+		ps = append(ps, idx.problem(msg))
+	}
+	return nil, ps
+}

@@ -1,0 +1,156 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/throttler/throttler/internal/logx"
+	"github.com/throttler/throttler/splitter"
+)
+
+// Validate checks the config and returns every problem at once, as
+// Problems (which wraps ErrInvalid), or nil. It does not apply defaults:
+// call ApplyDefaults first on a Config built in code.
+//
+// It checks: brokers non-empty and host:port each; topics.input non-empty;
+// topics.output set; topic names legal for Kafka; that no topic is used for
+// two roles that must not share one (outputs and internal topics differ
+// from inputs, the dead-letter, stats and checkpoint topics from every
+// other topic, output from rejected; a variant may use the output topic);
+// the delivery, kind and log enums; sync_interval at least 10ms and
+// commit_interval positive; fields.budget set, field paths well formed,
+// score and score_expr not both set; the rewards section when reward topics
+// or reward budgets need it; the budgets (see FlowBudgets); and the layers
+// (see splitter.Validate).
+func (c *Config) Validate() error {
+	v := &checker{lines: c.lines}
+	v.brokers(c.Brokers)
+	if strings.TrimSpace(c.Group) == "" {
+		v.add("group", "must not be empty")
+	}
+	v.topics(c)
+	switch c.Delivery {
+	case DeliveryExactlyOnce, DeliveryAtLeastOnce:
+	default:
+		v.add("delivery", fmt.Sprintf("must be %q or %q, got %q", DeliveryExactlyOnce, DeliveryAtLeastOnce, c.Delivery))
+	}
+	if c.SyncInterval < MinSyncInterval {
+		v.add("sync_interval", fmt.Sprintf("must be at least %v, got %v", MinSyncInterval, c.SyncInterval))
+	}
+	if c.CommitInterval <= 0 {
+		v.add("commit_interval", fmt.Sprintf("must be positive, got %v", c.CommitInterval))
+	}
+	v.fields(c)
+	v.rewards(c)
+	v.budgets(c)
+	for _, p := range splitter.Validate(c.Layers) {
+		v.add(p.Path, p.Reason)
+	}
+	v.hostPort("http.listen", c.HTTP.Listen, true)
+	if err := logx.CheckFormat(c.Log.Format); err != nil || c.Log.Format == "" {
+		v.add("log.format", fmt.Sprintf("must be %q or %q, got %q", logx.FormatJSON, logx.FormatConsole, c.Log.Format))
+	}
+	if _, err := logx.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
+		v.add("log.level", fmt.Sprintf("must be one of %s, got %q", strings.Join(logx.Levels, ", "), c.Log.Level))
+	}
+	return v.problems.err()
+}
+
+// checker collects problems, giving each the line of its field.
+type checker struct {
+	problems Problems
+	lines    map[string]int
+}
+
+func (v *checker) add(path, reason string) {
+	v.problems = append(v.problems, Problem{Path: path, Reason: reason, Line: v.line(path)})
+}
+
+// line returns the line of path, or of its closest enclosing field.
+func (v *checker) line(path string) int {
+	for v.lines != nil && path != "" {
+		if l, ok := v.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return 0
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+func (v *checker) brokers(brokers []string) {
+	if len(brokers) == 0 {
+		v.add("brokers", "must list at least one broker as host:port")
+	}
+	for i, b := range brokers {
+		v.hostPort("brokers["+strconv.Itoa(i)+"]", b, false)
+	}
+}
+
+// hostPort checks a host:port; the host may be empty only when listening.
+func (v *checker) hostPort(path, s string, listen bool) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		v.add(path, fmt.Sprintf("want host:port, got %q", s))
+		return
+	}
+	if host == "" && !listen {
+		v.add(path, fmt.Sprintf("want host:port, got %q (no host)", s))
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || (n == 0 && !listen) {
+		v.add(path, fmt.Sprintf("want host:port with a port from 1 to 65535, got %q", s))
+	}
+}
+
+// path checks a dot-separated field path; empty means unset.
+func (v *checker) path(p, s string) {
+	if s == "" {
+		return
+	}
+	for _, seg := range strings.Split(s, ".") {
+		if seg == "" {
+			v.add(p, fmt.Sprintf("%q has an empty segment (want dot-separated names such as a.b)", s))
+			return
+		}
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		v.add(p, fmt.Sprintf("%q contains white space", s))
+	}
+}
+
+func (v *checker) fields(c *Config) {
+	f := c.Fields
+	if f.Budget == "" {
+		v.add("fields.budget", "must name the event field that holds the budget name")
+	}
+	v.path("fields.budget", f.Budget)
+	v.path("fields.key", f.Key)
+	v.path("fields.id", f.ID)
+	v.path("fields.score", f.Score)
+	v.path("fields.time", f.Time)
+	if f.Score != "" && f.ScoreExpr != "" {
+		v.add("fields.score_expr", "set fields.score or fields.score_expr, not both")
+	}
+	if f.ScoreExpr != "" && strings.TrimSpace(f.ScoreExpr) == "" {
+		v.add("fields.score_expr", "must not be blank")
+	}
+}
+
+func (v *checker) rewards(c *Config) {
+	r := c.Rewards
+	v.path("rewards.budget", r.Budget)
+	v.path("rewards.value", r.Value)
+	switch {
+	case len(c.Topics.Rewards) > 0 && r.Budget == "":
+		v.add("rewards.budget", "must name the reward field that holds the budget name when topics.rewards is set")
+	case len(c.Topics.Rewards) == 0 && (r.Budget != "" || r.Value != ""):
+		v.add("rewards", "is set but topics.rewards is empty")
+	}
+}
