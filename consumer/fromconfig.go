@@ -1,0 +1,81 @@
+package consumer
+
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/splitter"
+)
+
+// FromConfig builds a worker from a validated configuration: the flow tree
+// of its budgets, the decoder of its field paths, the splitter of its
+// layers and the options of its topics, delivery, intervals and HTTP
+// listener. opts are applied after those (for a logger, a registry, extra
+// kgo options with ClientOpts, …). The tree is returned too, for status
+// pages.
+func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
+	budgets, err := c.FlowBudgets()
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := flow.NewTree(budgets, flow.SyncInterval(c.SyncInterval))
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, len(budgets))
+	for i, b := range budgets {
+		names[i] = b.Name
+	}
+	f := c.Fields
+	dopts := []DecodeOpt{KeyPath(f.Key), IDPath(f.ID), ScorePath(f.Score), ScoreExpr(f.ScoreExpr), TimePath(f.Time)}
+	if f.Budget != "" {
+		dopts = append(dopts, BudgetPath(f.Budget))
+	}
+	dec, err := NewDecoder(names, dopts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sp *splitter.Splitter
+	if len(c.Layers) > 0 {
+		if sp, err = splitter.New(c.Layers); err != nil {
+			return nil, nil, err
+		}
+	}
+	delivery := ExactlyOnce
+	if c.Delivery == config.DeliveryAtLeastOnce {
+		delivery = AtLeastOnce
+	}
+	rewardBudget := c.Rewards.Budget
+	if rewardBudget == "" {
+		rewardBudget = DefaultBudgetPath
+	}
+	all := []Opt{
+		ClientOpts(kgo.SeedBrokers(c.Brokers...)),
+		Group(c.Group),
+		WithTopics(Topics{
+			Input:       c.Topics.Input,
+			Rewards:     c.Topics.Rewards,
+			Output:      c.Topics.Output,
+			Rejected:    c.Topics.Rejected,
+			DeadLetter:  c.Topics.DeadLetter,
+			Stats:       c.Topics.Stats,
+			Checkpoints: c.Topics.Checkpoints,
+		}),
+		WithDelivery(delivery),
+		WithSplitter(sp),
+		RewardPaths(rewardBudget, c.Rewards.Value),
+		HTTPListen(c.HTTP.Listen),
+	}
+	if c.SyncInterval > 0 {
+		all = append(all, SyncInterval(c.SyncInterval))
+	}
+	if c.CommitInterval > 0 {
+		all = append(all, CommitInterval(c.CommitInterval))
+	}
+	w, err := NewWorker(tree, dec, append(all, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, tree, nil
+}

@@ -1,0 +1,242 @@
+package consumer
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/splitter"
+)
+
+// Delivery is a delivery guarantee.
+type Delivery uint8
+
+// Delivery guarantees.
+const (
+	// ExactlyOnce writes each partition's outputs, its checkpoint and its
+	// input offsets in one Kafka transaction (read_committed). The default.
+	ExactlyOnce Delivery = iota
+	// AtLeastOnce produces, flushes, then commits offsets; a crash between
+	// the two duplicates outputs. Faster.
+	AtLeastOnce
+)
+
+func (d Delivery) String() string {
+	if d == AtLeastOnce {
+		return "at-least-once"
+	}
+	return "exactly-once"
+}
+
+// Topics names the topics of a worker.
+type Topics struct {
+	Input       []string // events; required
+	Rewards     []string // reward events (clicks, conversions); optional
+	Output      string   // passed events not routed to a variant topic; required
+	Rejected    string   // rejected events; "" drops and counts them
+	DeadLetter  string   // bad records; required
+	Stats       string   // compacted counter exchange; required
+	Checkpoints string   // compacted per-partition checkpoints; required
+}
+
+// Defaults of the worker options.
+const (
+	DefaultGroup          = "throttler"
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultCommitRecords  = 20000
+	DefaultSyncInterval   = time.Second
+	DefaultTuneInterval   = 100 * time.Millisecond
+	DefaultMaxPollRecords = 10000
+	DefaultQueueBatches   = 4
+)
+
+// Opt configures a Worker.
+type Opt interface{ apply(*cfg) }
+
+type optFunc func(*cfg)
+
+func (f optFunc) apply(c *cfg) { f(c) }
+
+type cfg struct {
+	clientOpts       []kgo.Opt
+	group            string
+	topics           Topics
+	delivery         Delivery
+	txnID            string
+	commitInterval   time.Duration
+	commitRecords    int
+	syncInterval     time.Duration
+	tuneInterval     time.Duration
+	maxPollRecords   int
+	queueBatches     int
+	pipeline         func(*Pipeline) error
+	splitter         *splitter.Splitter
+	rewardBudgetPath string
+	rewardValuePath  string
+	log              zerolog.Logger
+	registry         *prometheus.Registry
+	now              func() time.Time
+	listen           string
+	ensureTopics     bool
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		group:            DefaultGroup,
+		delivery:         ExactlyOnce,
+		commitInterval:   DefaultCommitInterval,
+		commitRecords:    DefaultCommitRecords,
+		syncInterval:     DefaultSyncInterval,
+		tuneInterval:     DefaultTuneInterval,
+		maxPollRecords:   DefaultMaxPollRecords,
+		queueBatches:     DefaultQueueBatches,
+		rewardBudgetPath: DefaultBudgetPath,
+		log:              zerolog.Nop(),
+		now:              time.Now,
+		ensureTopics:     true,
+	}
+}
+
+func (c *cfg) validate() error {
+	bad := func(opt, reason string) error { return &ConfigError{Option: opt, Reason: reason} }
+	switch {
+	case len(c.clientOpts) == 0:
+		return bad("ClientOpts", "no connection options (kgo.SeedBrokers at least)")
+	case c.group == "":
+		return bad("Group", "empty")
+	case len(c.topics.Input) == 0:
+		return bad("WithTopics", "no input topic")
+	case c.topics.Output == "":
+		return bad("WithTopics", "no output topic")
+	case c.topics.DeadLetter == "":
+		return bad("WithTopics", "no dead-letter topic: bad records must go somewhere")
+	case c.topics.Stats == "":
+		return bad("WithTopics", "no stats topic")
+	case c.topics.Checkpoints == "":
+		return bad("WithTopics", "no checkpoint topic")
+	case c.commitInterval <= 0:
+		return bad("CommitInterval", "must be positive")
+	case c.commitRecords <= 0:
+		return bad("CommitRecords", "must be positive")
+	case c.syncInterval <= 0:
+		return bad("SyncInterval", "must be positive")
+	case c.tuneInterval <= 0:
+		return bad("TuneInterval", "must be positive")
+	case c.maxPollRecords <= 0:
+		return bad("MaxPollRecords", "must be positive")
+	case c.queueBatches <= 0:
+		return bad("QueueBatches", "must be positive")
+	case c.delivery > AtLeastOnce:
+		return bad("WithDelivery", "unknown delivery")
+	case c.now == nil:
+		return bad("WithClock", "nil clock")
+	}
+	if len(c.topics.Rewards) > 0 && c.rewardBudgetPath == "" {
+		return bad("RewardPaths", "empty budget path")
+	}
+	seen := map[string]string{}
+	for _, t := range append(append([]string(nil), c.topics.Input...), c.topics.Rewards...) {
+		if t == "" {
+			return bad("WithTopics", "empty input or reward topic name")
+		}
+		if _, dup := seen[t]; dup {
+			return bad("WithTopics", "topic "+t+" consumed twice")
+		}
+		seen[t] = "in"
+	}
+	for _, t := range []string{c.topics.Output, c.topics.Rejected, c.topics.DeadLetter, c.topics.Stats, c.topics.Checkpoints} {
+		if seen[t] == "in" {
+			return bad("WithTopics", "topic "+t+" is both consumed and written")
+		}
+	}
+	if c.txnID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		c.txnID = c.group + "-" + hex.EncodeToString(b[:])
+	}
+	return nil
+}
+
+// ClientOpts sets the kgo connection options (seed brokers, TLS, SASL,
+// dialer, timeouts) shared by the worker's clients. Required. The worker
+// adds its own group, consuming and transactional options.
+func ClientOpts(opts ...kgo.Opt) Opt {
+	return optFunc(func(c *cfg) { c.clientOpts = append(c.clientOpts, opts...) })
+}
+
+// Group sets the consumer group. Default DefaultGroup ("throttler").
+func Group(g string) Opt { return optFunc(func(c *cfg) { c.group = g }) }
+
+// WithTopics sets the topics. Input, Output, DeadLetter, Stats and
+// Checkpoints are required.
+func WithTopics(t Topics) Opt { return optFunc(func(c *cfg) { c.topics = t }) }
+
+// WithDelivery sets the delivery guarantee. Default ExactlyOnce.
+func WithDelivery(d Delivery) Opt { return optFunc(func(c *cfg) { c.delivery = d }) }
+
+// TransactionalID sets the transactional id of an exactly-once worker. It
+// must be unique among live workers; reusing a crashed worker's id fences
+// its zombie. Default: the group, a dash and 12 random hex digits.
+func TransactionalID(id string) Opt { return optFunc(func(c *cfg) { c.txnID = id }) }
+
+// CommitInterval sets how often a transaction (or an offset commit)
+// closes. Default DefaultCommitInterval (100ms).
+func CommitInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.commitInterval = d }) }
+
+// CommitRecords closes a transaction early once this many records were
+// polled in it. Default DefaultCommitRecords (20000).
+func CommitRecords(n int) Opt { return optFunc(func(c *cfg) { c.commitRecords = n }) }
+
+// SyncInterval sets how often the worker publishes its counters to the
+// stats topic and re-tunes from its peers'. Default DefaultSyncInterval (1s).
+func SyncInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.syncInterval = d }) }
+
+// TuneInterval sets how often the flow tree re-tunes from local traffic.
+// Default DefaultTuneInterval (100ms).
+func TuneInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.tuneInterval = d }) }
+
+// MaxPollRecords bounds the records taken from the client per poll.
+// Default DefaultMaxPollRecords (10000).
+func MaxPollRecords(n int) Opt { return optFunc(func(c *cfg) { c.maxPollRecords = n }) }
+
+// QueueBatches sets how many polled batches may wait for one partition's
+// goroutine before polling blocks. Default DefaultQueueBatches (4).
+func QueueBatches(n int) Opt { return optFunc(func(c *cfg) { c.queueBatches = n }) }
+
+// WithSplitter sets the experiment splitter. Default nil: no experiments.
+func WithSplitter(s *splitter.Splitter) Opt { return optFunc(func(c *cfg) { c.splitter = s }) }
+
+// CustomizePipeline lets the caller change the standard pipeline (insert,
+// replace or append stages) before the worker starts. Default none.
+func CustomizePipeline(fn func(*Pipeline) error) Opt {
+	return optFunc(func(c *cfg) { c.pipeline = fn })
+}
+
+// RewardPaths sets the JSON paths of a reward event's budget and value.
+// Default "budget" and "" (every reward counts 1; a missing value field
+// also counts 1).
+func RewardPaths(budget, value string) Opt {
+	return optFunc(func(c *cfg) { c.rewardBudgetPath, c.rewardValuePath = budget, value })
+}
+
+// WithLogger sets the logger. Default zerolog.Nop().
+func WithLogger(l zerolog.Logger) Opt { return optFunc(func(c *cfg) { c.log = l }) }
+
+// WithRegistry sets the Prometheus registry the worker's metrics are
+// registered in. Default: a new registry per worker (see Worker.Gatherer).
+func WithRegistry(r *prometheus.Registry) Opt { return optFunc(func(c *cfg) { c.registry = r }) }
+
+// WithClock sets the clock. Default time.Now.
+func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now = now }) }
+
+// HTTPListen makes the worker serve /metrics, /livez and /readyz on addr
+// (":0" picks a free port; see Worker.HTTPAddr). Default "": no server.
+func HTTPListen(addr string) Opt { return optFunc(func(c *cfg) { c.listen = addr }) }
+
+// EnsureTopics makes Run create the stats and checkpoint topics when they
+// are missing (stats.EnsureTopics). Default true.
+func EnsureTopics(on bool) Opt { return optFunc(func(c *cfg) { c.ensureTopics = on }) }

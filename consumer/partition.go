@@ -1,0 +1,264 @@
+package consumer
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/stats"
+)
+
+// batch is a run of records of one partition, as polled.
+type batch struct {
+	recs []*kgo.Record
+	now  time.Time
+}
+
+// partition is the state of one assigned partition (of an input or a
+// reward topic). Its goroutine is the single writer of everything below
+// "owned by the goroutine"; the poll loop touches those fields only while
+// the partition is idle (after Worker.inflight.Wait), which the WaitGroup
+// orders.
+type partition struct {
+	w      *Worker
+	topic  string
+	id     int32
+	source string
+	reward bool
+	in     chan batch
+	quit   chan struct{} // closed to stop a partition still loading
+	done   chan struct{}
+	lag    prometheus.Gauge
+	load   *checkpointLoad
+
+	// owned by the goroutine
+	src        *flow.Source
+	lanes      []*flow.Lane // by budget index
+	deciders   []Decider    // the same lanes, for Event
+	ev         Event
+	counts     counts
+	touched    bool  // processed records since the last commit
+	nextOffset int64 // offset after the last processed record
+	committed  stats.Checkpoint
+}
+
+func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpointLoad) *partition {
+	return &partition{
+		w:      w,
+		topic:  topic,
+		id:     id,
+		source: stats.SourceName(topic, id),
+		reward: reward,
+		in:     make(chan batch, w.cfg.queueBatches),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		lag:    w.m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(id))),
+		counts: newCounts(len(w.budgets)),
+		load:   load,
+	}
+}
+
+// checkpointLoad is the loading of the checkpoints of the partitions of
+// one assignment, shared by their goroutines.
+type checkpointLoad struct {
+	done chan struct{}
+	cps  map[string]stats.Checkpoint
+	err  error
+}
+
+// start waits for the partition's checkpoint and opens its flow source
+// from it. It returns false when the partition must not process records:
+// it was revoked while loading, or loading failed (which is fatal).
+func (p *partition) start() bool {
+	select {
+	case <-p.load.done:
+	case <-p.quit:
+		return false
+	}
+	if p.load.err != nil {
+		p.w.fail(p.load.err)
+		return false
+	}
+	cp, ok := p.load.cps[p.source]
+	if !ok {
+		cp = stats.Checkpoint{Source: p.source, Offset: -1}
+	}
+	p.committed = cp
+	p.load = nil
+	if err := p.open(p.w.cfg.now()); err != nil {
+		p.w.fail(fmt.Errorf("open %s: %w", p.source, err))
+		return false
+	}
+	return true
+}
+
+// open (re)opens the partition's flow source from its committed
+// checkpoint.
+func (p *partition) open(now time.Time) error {
+	src, err := p.w.tree.Open(p.source, now, p.committed.Report)
+	if err != nil {
+		return err
+	}
+	p.src = src
+	p.lanes = p.lanes[:0]
+	p.deciders = p.deciders[:0]
+	for _, b := range p.w.budgets {
+		l := src.Lane(b)
+		p.lanes = append(p.lanes, l)
+		if l == nil {
+			p.deciders = append(p.deciders, nil)
+		} else {
+			p.deciders = append(p.deciders, l)
+		}
+	}
+	p.nextOffset = p.committed.Offset
+	return nil
+}
+
+// close stops counting the source; its final reports are dropped (what
+// counts is the committed checkpoint).
+func (p *partition) close(now time.Time) {
+	if p.src != nil {
+		p.w.tree.Close(p.src, now)
+		p.src = nil
+	}
+}
+
+// rollback returns the partition to its committed checkpoint after an
+// aborted transaction. The partition must be idle.
+func (p *partition) rollback(now time.Time) error {
+	p.close(now)
+	p.touched = false
+	return p.open(now)
+}
+
+// run is the partition goroutine.
+func (p *partition) run() {
+	defer close(p.done)
+	if !p.start() {
+		for range p.in { // never process, never block the poll loop
+			p.w.inflight.Done()
+		}
+		return
+	}
+	for b := range p.in {
+		for _, r := range b.recs {
+			if p.reward {
+				p.processReward(r, b.now)
+			} else {
+				p.process(r, b.now)
+			}
+			p.nextOffset = r.Offset + 1
+		}
+		p.touched = true
+		p.w.inflight.Done()
+	}
+}
+
+// process runs one event through the pipeline and produces its output.
+func (p *partition) process(r *kgo.Record, now time.Time) {
+	w := p.w
+	e := &p.ev
+	e.reset(r, now, p.source, p.deciders)
+	o := Run(w.handler, e)
+	bi := e.Fields.BudgetIndex
+	switch o {
+	case OutcomePass:
+		if bi >= 0 {
+			p.counts.offered[bi]++
+			p.counts.passed[bi]++
+		}
+		for _, a := range e.Assignments {
+			p.counts.routed[routeKey{a.Layer, a.Experiment, a.Variant}]++
+		}
+		w.produce(outputRecord(e, o, e.Topic, w.scored))
+	case OutcomeReject:
+		if bi >= 0 {
+			p.counts.offered[bi]++
+		}
+		p.counts.rejected[rejectKey{e.RejectedBy, e.RejectReason}]++
+		if w.cfg.topics.Rejected != "" {
+			w.produce(outputRecord(e, o, w.cfg.topics.Rejected, w.scored))
+		} else {
+			p.counts.dropped++
+		}
+	case OutcomeDrop:
+		p.counts.dropped++
+	default: // OutcomeDeadLetter, or a stage's unknown outcome
+		if e.Err == nil {
+			e.Err = recErr("pipeline", ReasonUnexplained, "", "outcome "+o.String())
+		}
+		p.deadLetter(e)
+	}
+}
+
+func (p *partition) deadLetter(e *Event) {
+	p.counts.dead[e.Err.Reason]++
+	p.w.log.Debug().Str("source", p.source).Int64("offset", e.Record.Offset).
+		Str("stage", e.Err.Stage).Str("reason", string(e.Err.Reason)).Msg("dead letter")
+	p.w.produce(outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false))
+}
+
+// processReward credits one reward record to its budget's lane.
+func (p *partition) processReward(r *kgo.Record, now time.Time) {
+	w := p.w
+	e := &p.ev
+	e.reset(r, now, p.source, p.deciders)
+	if err := w.rewardDec.Decode(r.Key, r.Value, r.Timestamp, &e.Fields); err != nil {
+		re := err.(*RecordError)
+		re.Stage = StageReward
+		e.Err = re
+		p.deadLetter(e)
+		return
+	}
+	v := 1.0
+	if path := w.cfg.rewardValuePath; path != "" {
+		res := gjson.Get(stringOf(r.Value), path)
+		switch res.Type {
+		case gjson.Number:
+			v = res.Num
+		case gjson.Null: // absent: counts 1
+		default:
+			v = math.NaN()
+		}
+	}
+	bi := e.Fields.BudgetIndex
+	if !(v >= 0 && !math.IsInf(v, 0)) {
+		e.Err = recErr(StageReward, ReasonRewardValue, w.cfg.rewardValuePath, "")
+		p.deadLetter(e)
+		return
+	}
+	if bi < 0 || p.lanes[bi] == nil {
+		e.Err = recErr(StageReward, ReasonUnknownBudget, w.cfg.rewardBudgetPath, e.Fields.Budget)
+		p.deadLetter(e)
+		return
+	}
+	p.lanes[bi].Reward(now, v)
+	p.counts.rewards[bi] += v
+}
+
+// checkpointValue is what a partition commits: its next offset and the
+// reports of its source.
+type checkpointValue = stats.Checkpoint
+
+// checkpoint returns the partition's checkpoint, from the reports of the
+// whole tree taken while the partition was idle.
+func (p *partition) checkpoint(all []flow.Report) stats.Checkpoint {
+	cp := stats.Checkpoint{Source: p.source, Offset: p.nextOffset}
+	for _, r := range all {
+		if r.Source == p.source {
+			cp.Reports = append(cp.Reports, r)
+		}
+	}
+	return cp
+}
+
+func checkpointRecord(topic string, partition int32, cp stats.Checkpoint) (*kgo.Record, error) {
+	return stats.CheckpointRecord(topic, partition, cp)
+}

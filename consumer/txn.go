@@ -1,0 +1,75 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// session hides the difference between the two delivery guarantees from
+// the poll loop. Only the poll loop calls it, never concurrently with
+// itself; produce may run concurrently with poll but not with begin or end.
+type session interface {
+	client() *kgo.Client
+	poll(ctx context.Context, max int) kgo.Fetches
+	// begin starts a unit of work (a transaction).
+	begin() error
+	// end flushes what was produced since begin and commits it together
+	// with the polled offsets. committed is false when the unit was
+	// aborted instead: the client then rewinds every partition to its
+	// committed offset and the caller must roll its state back. err is
+	// fatal.
+	end(ctx context.Context, commit bool) (committed bool, err error)
+	allowRebalance()
+	close()
+}
+
+// txnSession is exactly-once: a kgo.GroupTransactSession.
+type txnSession struct{ s *kgo.GroupTransactSession }
+
+func (t txnSession) client() *kgo.Client { return t.s.Client() }
+func (t txnSession) poll(ctx context.Context, max int) kgo.Fetches {
+	return t.s.PollRecords(ctx, max)
+}
+func (t txnSession) begin() error { return t.s.Begin() }
+func (t txnSession) end(ctx context.Context, commit bool) (bool, error) {
+	// End flushes before ending the transaction (or aborts buffered
+	// records), commits the polled offsets in the transaction, and on an
+	// abort rewinds the consumer to the committed offsets.
+	committed, err := t.s.End(ctx, kgo.TransactionEndTry(commit))
+	if err != nil {
+		return false, fmt.Errorf("end transaction: %w", err)
+	}
+	return committed, nil
+}
+func (t txnSession) allowRebalance() { t.s.AllowRebalance() }
+func (t txnSession) close()          { t.s.Close() }
+
+// plainSession is at-least-once: produce, flush, commit offsets.
+type plainSession struct{ cl *kgo.Client }
+
+// errCannotAbort is returned when an at-least-once worker would have to
+// take back records it has produced.
+var errCannotAbort = errors.New("at-least-once: produce failed; offsets left uncommitted, restart to reprocess")
+
+func (p plainSession) client() *kgo.Client { return p.cl }
+func (p plainSession) poll(ctx context.Context, max int) kgo.Fetches {
+	return p.cl.PollRecords(ctx, max)
+}
+func (p plainSession) begin() error { return nil }
+func (p plainSession) end(ctx context.Context, commit bool) (bool, error) {
+	if err := p.cl.Flush(ctx); err != nil {
+		return false, fmt.Errorf("flush: %w", err)
+	}
+	if !commit {
+		return false, errCannotAbort
+	}
+	if err := p.cl.CommitUncommittedOffsets(ctx); err != nil {
+		return false, fmt.Errorf("commit offsets: %w", err)
+	}
+	return true, nil
+}
+func (p plainSession) allowRebalance() { p.cl.AllowRebalance() }
+func (p plainSession) close()          { p.cl.Close() }
