@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strings"
@@ -114,6 +115,9 @@ func Parse(data []byte) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FieldError{Field: "scenario", Reason: "the file is empty"}
+		}
 		return nil, &FieldError{Field: "scenario", Reason: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	s.defaults()

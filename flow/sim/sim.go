@@ -23,6 +23,7 @@ type Result struct {
 // BudgetResult is one budget's outcome.
 type BudgetResult struct {
 	Name             string   `json:"name"`
+	Kind             string   `json:"kind"` // passes or rewards: what achieved counts
 	Target           float64  `json:"target"`
 	Offered          uint64   `json:"offered"`
 	Passed           uint64   `json:"passed"`
@@ -475,7 +476,9 @@ func (b *budget) result() BudgetResult {
 	if b.nDev > 0 {
 		r.MeanAbsDeviation = b.sumDev / float64(b.nDev)
 	}
+	r.Kind = "passes"
 	if b.spec.Reward != nil {
+		r.Kind = "rewards"
 		r.Achieved = float64(b.rewarded)
 	} else {
 		r.Achieved = float64(b.passed)
