@@ -23,10 +23,10 @@ import (
 // encoding is canonical: one (budget, source) pair has exactly one key, which
 // is what compaction needs.
 //
-// Value, version 1.0 (the counters; budget and source live in the key):
+// Value, version 1.1 (the counters; budget and source live in the key):
 //
 //	byte 0        major version = 1 (a decoder rejects other majors)
-//	byte 1        minor version = 0
+//	byte 1        minor version = 1
 //	report body:
 //	  At           seconds since the Unix epoch, zig-zag varint;
 //	               then nanoseconds 0..999999999, uvarint
@@ -35,10 +35,12 @@ import (
 //	               Rewards 8 bytes IEEE-754 binary64 little-endian
 //	  Period       zig-zag varint
 //	  InPeriod     same as Total
-//	minor > 0:     further fields appended after InPeriod, ignored here
+//	Cut            (since 1.1) the score cut, 8 bytes IEEE-754 binary64
+//	               little-endian; a 1.0 value decodes with Cut = NaN
+//	minor > 1:     further fields appended after Cut, ignored here
 //
-// A 1.0 value with trailing bytes is corrupt; a 1.x value (x > 0) may carry
-// fields this build does not know, which it skips. A field that changes the
+// A 1.0 or 1.1 value with trailing bytes is corrupt; a 1.x value (x > 1)
+// may carry fields this build does not know, which it skips. A field that changes the
 // meaning of the known ones needs a new major version. A nil value is a
 // tombstone: the key's source is gone.
 //
@@ -48,7 +50,7 @@ import (
 const (
 	keyVersion   = 1
 	valueMajor   = 1
-	valueMinor   = 0
+	valueMinor   = 1
 	nanosPerSec  = 1_000_000_000
 	rewardsBytes = 8
 )
@@ -93,7 +95,8 @@ func DecodeKey(key []byte) (budget, source string, err error) {
 func EncodeValue(r flow.Report) []byte {
 	b := make([]byte, 0, 64)
 	b = append(b, valueMajor, valueMinor)
-	return appendBody(b, r)
+	b = appendBody(b, r)
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Cut))
 }
 
 // DecodeValue parses a value written by EncodeValue (or by a newer minor
@@ -108,7 +111,11 @@ func DecodeValue(value []byte) (flow.Report, error) {
 	minor := d.version(valueMajor)
 	var r flow.Report
 	d.body(&r)
-	if minor == 0 {
+	r.Cut = math.NaN()
+	if minor >= 1 {
+		r.Cut = d.float64()
+	}
+	if minor <= valueMinor {
 		d.end()
 	}
 	if d.err != nil {

@@ -26,6 +26,7 @@ func sampleReport() flow.Report {
 		Total:    flow.Counters{Offered: 1000, Passed: 250, Rewards: 12.5},
 		Period:   42,
 		InPeriod: flow.Counters{Offered: 10, Passed: 3, Rewards: 0.25},
+		Cut:      0.875,
 	}
 }
 
@@ -38,7 +39,8 @@ func sameReport(a, b flow.Report) bool {
 	}
 	return a.Budget == b.Budget && a.Source == b.Source &&
 		a.At.Equal(b.At) && a.Since.Equal(b.Since) &&
-		sameC(a.Total, b.Total) && a.Period == b.Period && sameC(a.InPeriod, b.InPeriod)
+		sameC(a.Total, b.Total) && a.Period == b.Period && sameC(a.InPeriod, b.InPeriod) &&
+		math.Float64bits(a.Cut) == math.Float64bits(b.Cut)
 }
 
 func TestKeyLayout(t *testing.T) {
@@ -52,7 +54,7 @@ func TestKeyLayout(t *testing.T) {
 	}
 }
 
-// TestValueLayout pins the 1.0 value layout: changing it needs a new version.
+// TestValueLayout pins the 1.1 value layout: changing it needs a new version.
 func TestValueLayout(t *testing.T) {
 	r := flow.Report{
 		At:       time.Unix(1, 2),
@@ -60,15 +62,17 @@ func TestValueLayout(t *testing.T) {
 		Total:    flow.Counters{Offered: 300, Passed: 1, Rewards: 1},
 		Period:   -2,
 		InPeriod: flow.Counters{Offered: 0, Passed: 0, Rewards: 0},
+		Cut:      0.5,
 	}
 	got := hex.EncodeToString(EncodeValue(r))
 	want := "" +
-		"0100" + // major 1, minor 0
+		"0101" + // major 1, minor 1
 		"02" + "02" + // At: zig-zag(1) = 2, 2 ns
 		"01" + "00" + // Since: zig-zag(-1) = 1, 0 ns
 		"ac02" + "01" + "000000000000f03f" + // Total: 300, 1, 1.0
 		"03" + // Period: zig-zag(-2) = 3
-		"00" + "00" + "0000000000000000" // InPeriod
+		"00" + "00" + "0000000000000000" + // InPeriod
+		"000000000000e03f" // Cut: 0.5
 	if got != want {
 		t.Fatalf("value = %s\nwant    %s", got, want)
 	}
@@ -174,18 +178,25 @@ func TestDecodeVersions(t *testing.T) {
 		t.Fatalf("value v2: err = %v", err)
 	}
 
-	// 1.0 with trailing bytes is corrupt ...
+	// 1.1 with trailing bytes is corrupt ...
 	if _, err := DecodeValue(append(bytes.Clone(v), 0x7f)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("1.0 + trailing: err = %v, want ErrCorrupt", err)
+		t.Fatalf("1.1 + trailing: err = %v, want ErrCorrupt", err)
 	}
-	// ... while 1.1 may carry fields this build does not know.
+	// ... while 1.2 may carry fields this build does not know.
 	newer := append(bytes.Clone(v), 0x7f, 0x01, 0x02)
-	newer[1] = 1
+	newer[1] = 2
 	got, err := DecodeValue(newer)
 	want := sampleReport()
 	want.Budget, want.Source = "", ""
 	if err != nil || !sameReport(got, want) {
-		t.Fatalf("1.1: got %+v, %v", got, err)
+		t.Fatalf("1.2: got %+v, %v", got, err)
+	}
+	// A 1.0 value (no cut) still decodes, with the cut unknown.
+	old := append([]byte{1, 0}, v[2:len(v)-8]...)
+	got, err = DecodeValue(old)
+	want.Cut = math.NaN()
+	if err != nil || !sameReport(got, want) {
+		t.Fatalf("1.0: got %+v, %v", got, err)
 	}
 
 	// Every truncation fails cleanly.

@@ -30,7 +30,7 @@ func ExampleEncodeReport() {
 	fmt.Println(gone.Source, deleted)
 	// Output:
 	// key   01 00 06 73 70 72 69 6e 67 00 08 65 76 65 6e 74 73 2f 33
-	// value 38 bytes, version 1.0
+	// value 46 bytes, version 1.1
 	// spring events/3 2026-03-21 12:00:00 +0000 UTC 250 false <nil>
 	// events/3 true
 }
