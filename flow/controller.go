@@ -44,6 +44,8 @@ type Controller struct {
 	rewarm    bool
 
 	// smoothed quantities of seed 000
+	steady     float64 // smoothed cluster rate of scored budgets
+	steadyAt   int64
 	proportion float64 // local traffic proportion
 	idealRate  float64 // ideal pass rate
 	tuned      bool
@@ -425,9 +427,13 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		// a reward for a pass now would arrive after the window: none
 	}
 	span := float64(endEff-e.start) / 1e9
-	if e.rate > 0 {
-		prm.p = clamp01(q / e.rate)
-		prm.nextP = clamp01(T / span / conv / e.rate)
+	rate := e.rate
+	if c.sk != nil {
+		rate = c.steadyRate(t, rate)
+	}
+	if rate > 0 {
+		prm.p = clamp01(q / rate)
+		prm.nextP = clamp01(T / span / conv / rate)
 	}
 	if prm.exhausted {
 		prm.p = 0
@@ -511,6 +517,24 @@ func (c *Controller) consensusCut(own float64, t, period int64) float64 {
 		total += n
 	}
 	return sum / total
+}
+
+// steadyRate smooths the cluster rate that scored budgets divide by (over
+// about ten seconds), unless it moved by more than a quarter: random
+// fluctuations of traffic then leave the score cut where it is (the oracle
+// cut is one cut for the whole window), while a real change of regime is
+// followed at once.
+func (c *Controller) steadyRate(t int64, r float64) float64 {
+	const tau = 10 * time.Second
+	switch {
+	case c.steady <= 0 || r <= 0 || t < c.warmUntil || math.Abs(r/c.steady-1) > 0.25:
+		c.steady = r
+	case t > c.steadyAt:
+		a := 1 - math.Exp(-float64(t-c.steadyAt)/float64(tau))
+		c.steady += a * (r - c.steady)
+	}
+	c.steadyAt = t
+	return c.steady
 }
 
 // accel is the horizon over which lag or excess is made up. Scored budgets
