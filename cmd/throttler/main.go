@@ -28,7 +28,9 @@ var commands = []*command{
 	brokerCmd,
 	loadgenCmd,
 	validateCmd,
+	runCmd,
 	simulateCmd,
+	benchCmd,
 }
 
 // command is one subcommand.

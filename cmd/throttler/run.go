@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/logx"
+)
+
+// DefaultConnectTimeout bounds how long run tries to reach the brokers
+// before it gives up.
+const DefaultConnectTimeout = 30 * time.Second
+
+var runCmd = &command{
+	name:    "run",
+	summary: "run one worker from a config file until interrupted",
+	doc: `Loads and validates the config file (see 'throttler validate'); when it has
+problems, prints every one of them, as "path: reason (line N)", on stderr
+and exits 1 without starting anything.
+
+Otherwise checks that the brokers answer (logging each failed attempt,
+giving up after -connect-timeout), creates the output, rejected,
+dead-letter and variant topics that are missing (topics.partitions
+partitions, or as many as the first input topic), then runs one worker of
+the consumer group until SIGINT or SIGTERM. On the signal the worker
+finishes the records in flight, commits, leaves the group and the command
+exits 0.
+
+-http overrides http.listen (":0" picks a free port). The address the
+metrics and health server (/metrics, /livez, /readyz) is bound to is logged
+at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
+-log-format and -log-level, when given, override the config's log section.`,
+	setup: func(fs *flag.FlagSet) action {
+		path := fs.String("config", "", "config `file` (required)")
+		httpAddr := fs.String("http", "", "`host:port` of the metrics and health server, overriding http.listen")
+		connect := fs.Duration("connect-timeout", DefaultConnectTimeout, "give up when no broker answers within this `duration`")
+		return func(ctx context.Context, e *env) error {
+			if *path == "" {
+				return &usageError{"flag -config is required"}
+			}
+			if *httpAddr != "" {
+				if _, _, err := net.SplitHostPort(*httpAddr); err != nil {
+					return badFlag("http", "want host:port, got %q", *httpAddr)
+				}
+			}
+			if *connect <= 0 {
+				return badFlag("connect-timeout", "must be positive, got %v", *connect)
+			}
+			cfg, err := config.Load(*path)
+			if err == nil && *httpAddr != "" {
+				cfg.HTTP.Listen = *httpAddr
+				err = cfg.Validate()
+			}
+			var ps config.Problems
+			switch {
+			case errors.As(err, &ps):
+				for _, p := range ps {
+					fmt.Fprintf(e.stderr, "%s: %s\n", *path, p.Error())
+				}
+				fmt.Fprintf(e.stderr, "throttler run: %s has %d problem(s); nothing was started\n", *path, len(ps))
+				return exitCode(exitFailure)
+			case err != nil:
+				return err // unreadable file
+			}
+			log, err := runLogger(fs, e, cfg)
+			if err != nil {
+				return err
+			}
+			return runWorker(ctx, log, cfg, *connect)
+		}
+	},
+}
+
+// runLogger returns the command's logger: the config's log section, unless
+// -log-format or -log-level was given.
+func runLogger(fs *flag.FlagSet, e *env, cfg *config.Config) (zerolog.Logger, error) {
+	format, level := cfg.Log.Format, cfg.Log.Level
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "log-format":
+			format = f.Value.String()
+		case "log-level":
+			level = f.Value.String()
+		}
+	})
+	log, err := logx.New(e.stderr, format, level)
+	if err != nil {
+		return log, err
+	}
+	return log.With().Str("cmd", "run").Logger(), nil
+}
+
+// runWorker reaches the brokers, creates the missing output topics and runs
+// one worker until ctx ends.
+func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, connect time.Duration) error {
+	if err := waitBrokers(ctx, log, cfg.Brokers, connect); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted while connecting
+	}
+	if err := ensureOutputTopics(ctx, cfg, connect); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	w, tree, err := consumer.FromConfig(cfg, consumer.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	if a := w.HTTPAddr(); a != nil {
+		ev := log.Info().Str("addr", a.String())
+		if ta, ok := a.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+			ev = ev.Str("url", fmt.Sprintf("http://127.0.0.1:%d", ta.Port))
+		}
+		ev.Msg("http listening")
+	}
+	names := make([]string, 0, len(tree.Controllers()))
+	for _, c := range tree.Controllers() {
+		names = append(names, c.Budget().Name)
+	}
+	log.Info().Strs("brokers", cfg.Brokers).Str("group", cfg.Group).Strs("input", cfg.Topics.Input).
+		Str("output", cfg.Topics.Output).Strs("budgets", names).Msg("starting worker")
+	go func() {
+		<-ctx.Done()
+		log.Info().Msg("signal received: finishing records in flight, committing and leaving the group")
+	}()
+	if err := w.Run(ctx); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return nil
+}
+
+// waitBrokers pings the brokers until one answers, ctx ends (nil: the
+// caller checks ctx) or timeout passes (an error naming the brokers and
+// the last failure). Each failed attempt is logged, so that a wrong
+// address never hangs silently.
+func waitBrokers(ctx context.Context, log zerolog.Logger, brokers []string, timeout time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DialTimeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(timeout)
+	for attempt := 1; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, min(5*time.Second, max(time.Until(deadline), time.Millisecond)))
+		err := cl.Ping(pctx)
+		cancel()
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				log.Info().Strs("brokers", brokers).Msg("brokers reachable")
+			}
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		case !time.Now().Before(deadline):
+			log.Error().Err(err).Strs("brokers", brokers).Dur("waited", timeout).Msg("no broker answers; check brokers in the config")
+			return fmt.Errorf("cannot reach brokers %v within %v: %w", brokers, timeout, err)
+		}
+		log.Warn().Err(err).Strs("brokers", brokers).Int("attempt", attempt).
+			Time("give_up_at", deadline).Msg("cannot reach brokers; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(min(time.Second*time.Duration(attempt), time.Until(deadline), 5*time.Second)):
+		}
+	}
+}
+
+// ensureOutputTopics checks that the input and reward topics exist and
+// creates the topics the worker writes to (other than stats and
+// checkpoints, which the worker creates) when they are missing.
+func ensureOutputTopics(ctx context.Context, cfg *config.Config, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	read := append(append([]string(nil), cfg.Topics.Input...), cfg.Topics.Rewards...)
+	details, err := adm.ListTopics(ctx, read...)
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	var missing []string
+	for _, t := range read {
+		if d, ok := details[t]; !ok || d.Err != nil {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("topics %v, which the worker reads, do not exist: create them first", missing)
+	}
+	var input int32
+	if d, ok := details[cfg.Topics.Input[0]]; ok {
+		input = int32(len(d.Partitions))
+	}
+	write := []string{cfg.Topics.Output, cfg.Topics.DeadLetter}
+	if cfg.Topics.Rejected != "" {
+		write = append(write, cfg.Topics.Rejected)
+	}
+	for _, l := range cfg.Layers {
+		for _, x := range l.Experiments {
+			for _, v := range x.Variants {
+				write = append(write, v.Topic)
+			}
+		}
+	}
+	slices.Sort(write)
+	return broker.CreateTopics(ctx, adm, cfg.Topics.PartitionsFor(input), nil, slices.Compact(write)...)
+}
