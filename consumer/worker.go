@@ -68,6 +68,11 @@ type Worker struct {
 	mu    sync.Mutex // guards parts
 	parts map[topicPartition]*partition
 
+	// inputPartitions is the partition count of the input topics, for
+	// the tree's share; refreshed when an assignment does not fit it.
+	inputPartitions int
+	setShare        func(float64) // the tree's SetShare; a test hook
+
 	inflight    sync.WaitGroup // batches handed to partitions and not yet processed
 	prodCtx     context.Context
 	prodCancel  context.CancelFunc
@@ -120,6 +125,7 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		log:     c.log.With().Str("component", "consumer").Str("group", c.group).Logger(),
 		parts:   map[topicPartition]*partition{},
 	}
+	w.setShare = tree.SetShare
 	rd, err := NewDecoder(budgets, BudgetPath(c.rewardBudgetPath), MaxBytes(dec.cfg.maxBytes), MaxDepth(dec.cfg.maxDepth))
 	if err != nil {
 		return nil, err
@@ -320,9 +326,21 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 			parts = n
 		}
 	}
-	return stats.EnsureTopics(ctx, adm,
+	specs := []stats.TopicSpec{
 		stats.StatsTopic(w.cfg.topics.Stats, parts),
-		stats.CheckpointTopic(w.cfg.topics.Checkpoints, parts))
+		stats.CheckpointTopic(w.cfg.topics.Checkpoints, parts),
+	}
+	// The topics the worker writes to: created with the input's partition
+	// count when missing (brokers need not auto-create topics).
+	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true}
+	outs := append([]string{w.cfg.topics.Output, w.cfg.topics.Rejected, w.cfg.topics.DeadLetter}, w.cfg.splitter.Topics()...)
+	for _, t := range outs {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			specs = append(specs, stats.TopicSpec{Name: t, Partitions: parts})
+		}
+	}
+	return stats.EnsureTopics(ctx, adm, specs...)
 }
 
 func (w *Worker) newSession() (session, error) {
@@ -381,7 +399,7 @@ func (w *Worker) isReward(topic string) bool {
 // opened from its committed checkpoint, and the callback returns at once,
 // so that a slow load (a crashed owner's transaction still open) cannot
 // hold up the group.
-func (w *Worker) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	sources := map[string]int32{}
 	for t, ps := range assigned {
 		for _, p := range ps {
@@ -404,6 +422,7 @@ func (w *Worker) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	}
 	n := len(w.parts)
 	w.mu.Unlock()
+	w.updateShare(ctx, cl)
 	w.m.assigned.Set(float64(n))
 	w.joined.Store(true)
 	w.log.Info().Int("new", len(started)).Int("owned", n).Msg("partitions assigned")
@@ -437,7 +456,7 @@ func (w *Worker) loadCheckpoints(load *checkpointLoad, sources map[string]int32)
 // onRevoked stops the revoked partitions. With BlockRebalanceOnPoll they
 // are idle and committed; were they not, the transaction session aborts
 // the open transaction.
-func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	w.mu.Lock()
 	var gone []*partition
 	for t, ps := range revoked {
@@ -452,10 +471,50 @@ func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 	n := len(w.parts)
 	w.mu.Unlock()
 	w.stopPartitions(gone)
+	w.updateShare(ctx, cl)
 	w.m.assigned.Set(float64(n))
 	if len(gone) > 0 {
 		w.log.Info().Int("revoked", len(gone)).Int("owned", n).Msg("partitions revoked")
 	}
+}
+
+// updateShare tells the flow tree this worker's share of the cluster's
+// traffic sources: the input partitions it owns over all partitions of
+// the input topics (reward partitions do not count). flow uses it for its
+// cold start and when the stats view is silent. With no input partition
+// owned the share is left as it was (it weighs nothing then).
+func (w *Worker) updateShare(ctx context.Context, cl *kgo.Client) {
+	w.mu.Lock()
+	owned := 0
+	for _, p := range w.parts {
+		if !p.reward {
+			owned++
+		}
+	}
+	w.mu.Unlock()
+	if owned == 0 {
+		return
+	}
+	if owned > w.inputPartitions && cl != nil {
+		// Unknown yet, or partitions were added: ask the cluster.
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		td, err := kadm.NewClient(cl).ListTopics(mctx, w.cfg.topics.Input...)
+		cancel()
+		total := 0
+		for _, t := range w.cfg.topics.Input {
+			if d, ok := td[t]; ok && d.Err == nil {
+				total += len(d.Partitions)
+			}
+		}
+		if err != nil || total == 0 {
+			w.log.Warn().Err(err).Msg("input partition count unknown; flow share unchanged")
+			return
+		}
+		w.inputPartitions = total
+	}
+	f := min(float64(owned)/float64(w.inputPartitions), 1)
+	w.setShare(f)
+	w.log.Debug().Int("owned", owned).Int("of", w.inputPartitions).Float64("share", f).Msg("flow share")
 }
 
 func (w *Worker) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {

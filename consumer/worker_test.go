@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -137,6 +138,13 @@ type runningWorker struct {
 
 func (env *testEnv) startWorker(t *testing.T, name string, opts ...Opt) *runningWorker {
 	t.Helper()
+	return env.startWorkerWith(t, name, nil, opts...)
+}
+
+// startWorkerWith is startWorker with a hook that may change the worker
+// before it runs.
+func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker), opts ...Opt) *runningWorker {
+	t.Helper()
 	tree, err := flow.NewTree(testBudgetsFlow(time.Now()))
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +178,9 @@ func (env *testEnv) startWorker(t *testing.T, name string, opts ...Opt) *running
 	w, err := NewWorker(tree, dec, all...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hook != nil {
+		hook(w)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
@@ -494,4 +505,77 @@ func checkMetrics(t *testing.T, ws ...*Worker) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
+}
+
+// TestShareFollowsAssignment checks that every assignment change sets the
+// tree's share to the input partitions owned over all input partitions,
+// reward partitions left out: one worker owns everything, then two split
+// the twelve input partitions (and the four reward partitions, which must
+// not count) between them.
+func TestShareFollowsAssignment(t *testing.T) {
+	env := newTestEnv(t)
+	type shares struct {
+		mu   sync.Mutex
+		last float64
+		all  []float64
+	}
+	start := func(name string) (*runningWorker, *shares) {
+		s := &shares{}
+		rw := env.startWorkerWith(t, name, func(w *Worker) {
+			w.setShare = func(f float64) {
+				s.mu.Lock()
+				s.last = f
+				s.all = append(s.all, f)
+				s.mu.Unlock()
+			}
+		})
+		return rw, s
+	}
+	owned := func(w *Worker) (in int) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, p := range w.parts {
+			if !p.reward {
+				in++
+			}
+		}
+		return in
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(waitLong)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	get := func(s *shares) float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.last
+	}
+
+	w1, s1 := start("w1")
+	wait("w1 to own every input partition", func() bool { return owned(w1.w) == inputPartitions && get(s1) == 1 })
+
+	w2, s2 := start("w2")
+	wait("the shares to split", func() bool {
+		o1, o2 := owned(w1.w), owned(w2.w)
+		return o1 > 0 && o2 > 0 && o1+o2 == inputPartitions &&
+			get(s1) == float64(o1)/inputPartitions && get(s2) == float64(o2)/inputPartitions
+	})
+	if sum := get(s1) + get(s2); math.Abs(sum-1) > 1e-12 {
+		t.Errorf("shares sum to %v, want 1", sum)
+	}
+	w2.stop(t)
+	wait("w1 to own everything again", func() bool { return owned(w1.w) == inputPartitions && get(s1) == 1 })
+	s1.mu.Lock()
+	for _, f := range s1.all {
+		if !(f > 0 && f <= 1) {
+			t.Errorf("share %v set, want in (0, 1]", f)
+		}
+	}
+	s1.mu.Unlock()
 }
