@@ -93,6 +93,13 @@ type Decoder struct {
 	expr    *Expr
 	budgets map[string]int
 	names   []string
+
+	// The simple paths, captured while the value is validated; the index
+	// of each field's path in ps, -1 when unset or not simple (then
+	// gjson looks it up).
+	ps                                     pathSet
+	budgetAt, keyAt, idAt, scoreAt, timeAt int
+	exprAt                                 []int // by expression field
 }
 
 // NewDecoder returns a decoder accepting the given budget names (an event
@@ -126,7 +133,38 @@ func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
 		}
 		d.expr = e
 	}
+	d.budgetAt = d.ps.add(c.budgetPath)
+	d.keyAt = d.ps.add(c.keyPath)
+	d.idAt = d.ps.add(c.idPath)
+	d.scoreAt = d.ps.add(c.scorePath)
+	d.timeAt = d.ps.add(c.timePath)
+	if d.expr != nil {
+		for _, f := range d.expr.fields {
+			d.exprAt = append(d.exprAt, d.ps.add(f))
+		}
+	}
 	return d, nil
+}
+
+// scanBuf is the stack room of one scan's results; more paths take a
+// slice from the heap.
+const scanBuf = 8
+
+// results returns a slice for the scan results of d.
+func (d *Decoder) results(buf *[scanBuf]span) []span {
+	if n := len(d.ps.segs); n > scanBuf {
+		return make([]span, n)
+	}
+	return buf[:len(d.ps.segs)]
+}
+
+// field returns the value at path: res[at] when the path was captured by
+// the scan, else gjson's lookup.
+func field(doc string, path string, at int, res []span, scanned bool) jval {
+	if scanned && at >= 0 {
+		return res[at].value(doc)
+	}
+	return fromGJSON(gjson.Get(doc, path))
 }
 
 // Budgets returns the budget names, in index order.
@@ -139,14 +177,31 @@ func (d *Decoder) Scored() bool { return d.expr != nil || d.cfg.scorePath != "" 
 // ts are the record key and timestamp. Errors are *RecordError with stage
 // "decode".
 func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
+	var buf [scanBuf]span
+	_, err := d.decode(key, value, ts, dst, d.results(&buf))
+	return err
+}
+
+// decode is Decode with room for the scan's results (len(d.ps.segs)),
+// which it fills when scanned is true, for Score to use.
+func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []span) (scanned bool, err error) {
 	*dst = Decoded{BudgetIndex: -1}
-	if reason := d.check(value); reason != "" {
-		return recErr(StageDecode, reason, "", "")
+	// One pass validates and captures the simple paths; a value it
+	// refuses is examined again the slow way for the exact reason.
+	scanned = len(value) <= d.cfg.maxBytes && d.ps.scanObject(value, d.cfg.maxDepth, res)
+	if !scanned {
+		if reason := d.check(value); reason != "" {
+			return false, recErr(StageDecode, reason, "", "")
+		}
 	}
+	return scanned, d.fields(key, value, ts, dst, res, scanned)
+}
+
+func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []span, scanned bool) error {
 	doc := stringOf(value)
 
 	// budget
-	r := gjson.Get(doc, d.cfg.budgetPath)
+	r := field(doc, d.cfg.budgetPath, d.budgetAt, res, scanned)
 	switch r.Type {
 	case gjson.String:
 		dst.Budget = r.Str
@@ -167,7 +222,7 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 	if d.cfg.keyPath == "" {
 		dst.Key = stringOf(key)
 	} else {
-		r = gjson.Get(doc, d.cfg.keyPath)
+		r = field(doc, d.cfg.keyPath, d.keyAt, res, scanned)
 		switch r.Type {
 		case gjson.String:
 			dst.Key = r.Str
@@ -184,7 +239,7 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 
 	// id
 	if d.cfg.idPath != "" {
-		r = gjson.Get(doc, d.cfg.idPath)
+		r = field(doc, d.cfg.idPath, d.idAt, res, scanned)
 		switch r.Type {
 		case gjson.String:
 			dst.ID = r.Str
@@ -200,7 +255,7 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 	// time
 	dst.Time = ts
 	if d.cfg.timePath != "" {
-		t, reason := parseTime(gjson.Get(doc, d.cfg.timePath))
+		t, reason := parseTime(field(doc, d.cfg.timePath, d.timeAt, res, scanned))
 		if reason != "" {
 			return recErr(StageDecode, reason, d.cfg.timePath, "")
 		}
@@ -212,7 +267,7 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 // maxUnixMilli is 9999-12-31T23:59:59.999Z.
 const maxUnixMilli = 253402300799999
 
-func parseTime(r gjson.Result) (time.Time, Reason) {
+func parseTime(r jval) (time.Time, Reason) {
 	switch r.Type {
 	case gjson.Number:
 		if !(r.Num >= 0 && r.Num <= maxUnixMilli) { // also false for NaN
@@ -238,16 +293,29 @@ func parseTime(r gjson.Result) (time.Time, Reason) {
 // value, which Decode must have accepted. Without either, the score is 0.
 // Errors are *RecordError with stage "score".
 func (d *Decoder) Score(value []byte, dst *Decoded) error {
+	return d.score(value, dst, nil, false)
+}
+
+// score is Score with the results of decode's scan, when scanned.
+func (d *Decoder) score(value []byte, dst *Decoded, res []span, scanned bool) error {
 	var v float64
 	switch {
 	case d.expr != nil:
 		var ee exprEvalError
-		v, ee = d.expr.eval(stringOf(value))
+		if scanned {
+			var vals [maxExprFields]jval
+			for i, at := range d.exprAt {
+				vals[i] = field(stringOf(value), d.expr.fields[i], at, res, true)
+			}
+			v, ee = d.expr.evalResults(vals[:len(d.exprAt)])
+		} else {
+			v, ee = d.expr.eval(stringOf(value))
+		}
 		if ee.reason != "" {
 			return recErr(StageScore, ee.reason, ee.field, "")
 		}
 	case d.cfg.scorePath != "":
-		r := gjson.Get(stringOf(value), d.cfg.scorePath)
+		r := field(stringOf(value), d.cfg.scorePath, d.scoreAt, res, scanned)
 		switch r.Type {
 		case gjson.Number:
 			v = r.Num

@@ -107,16 +107,26 @@ func (e *Expr) Eval(json string) (float64, error) {
 }
 
 func (e *Expr) eval(json string) (float64, exprEvalError) {
+	var res [maxExprFields]jval
+	for i, f := range e.fields {
+		res[i] = fromGJSON(gjson.Get(json, f))
+	}
+	return e.evalResults(res[:len(e.fields)])
+}
+
+// evalResults evaluates the expression with the fields' values looked up
+// already (by Fields order).
+func (e *Expr) evalResults(res []jval) (float64, exprEvalError) {
 	var vars [maxExprFields]float64
 	for i, f := range e.fields {
-		r := gjson.Get(json, f)
+		r := res[i]
 		switch r.Type {
 		case gjson.Number:
 			vars[i] = r.Num
 		case gjson.Null:
 			return 0, exprEvalError{ReasonExprField, f}
 		default:
-			if !r.Exists() {
+			if !r.exists() {
 				return 0, exprEvalError{ReasonExprField, f}
 			}
 			return 0, exprEvalError{ReasonExprFieldType, f}

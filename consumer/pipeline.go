@@ -75,6 +75,11 @@ type Event struct {
 	RejectedBy   string
 
 	lanes []Decider // the partition's lanes, by budget index
+
+	// The decode stage's scan results, for the score stage of the same
+	// decoder (scanned by scanDec when it is not nil).
+	scan    []span
+	scanDec *Decoder
 }
 
 // DeadLetter marks the event as a bad record and returns
@@ -113,6 +118,7 @@ func (e *Event) reset(r *kgo.Record, now time.Time, source string, lanes []Decid
 		Assignments: e.Assignments[:0],
 		Headers:     e.Headers[:0],
 		lanes:       lanes,
+		scan:        e.scan,
 	}
 }
 
@@ -220,8 +226,16 @@ func DecodeStage(d *Decoder) Middleware {
 	return func(next Handler) Handler {
 		return func(e *Event) Outcome {
 			r := e.Record
-			if err := d.Decode(r.Key, r.Value, r.Timestamp, &e.Fields); err != nil {
+			if n := len(d.ps.segs); cap(e.scan) < n {
+				e.scan = make([]span, n)
+			}
+			res := e.scan[:len(d.ps.segs)]
+			scanned, err := d.decode(r.Key, r.Value, r.Timestamp, &e.Fields, res)
+			if err != nil {
 				return e.DeadLetter(err.(*RecordError))
+			}
+			if scanned {
+				e.scanDec = d
 			}
 			return next(e)
 		}
@@ -232,7 +246,11 @@ func DecodeStage(d *Decoder) Middleware {
 func ScoreStage(d *Decoder) Middleware {
 	return func(next Handler) Handler {
 		return func(e *Event) Outcome {
-			if err := d.Score(e.Record.Value, &e.Fields); err != nil {
+			var res []span
+			if e.scanDec == d {
+				res = e.scan[:len(d.ps.segs)]
+			}
+			if err := d.score(e.Record.Value, &e.Fields, res, res != nil); err != nil {
 				return e.DeadLetter(err.(*RecordError))
 			}
 			return next(e)

@@ -1,0 +1,528 @@
+package consumer
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxScanPaths bounds the paths one scan captures (a bit mask each).
+const maxScanPaths = 32
+
+// pathSet is a set of simple paths (dot-separated object keys) that scan
+// captures in the same pass that validates a record value. A path is
+// simple when every key is made of letters, digits, '_' and '-' and is not
+// all digits (gjson would also index arrays with it); other paths are
+// looked up with gjson.
+type pathSet struct {
+	segs [][]string // by path index
+}
+
+// simplePath splits p into keys, or returns nil when p is not simple.
+func simplePath(p string) []string {
+	if p == "" {
+		return nil
+	}
+	keys := strings.Split(p, ".")
+	for _, k := range keys {
+		if k == "" {
+			return nil
+		}
+		digits := true
+		for i := 0; i < len(k); i++ {
+			c := k[i]
+			switch {
+			case c >= '0' && c <= '9':
+			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '-':
+				digits = false
+			default:
+				return nil
+			}
+		}
+		if digits {
+			return nil
+		}
+	}
+	return keys
+}
+
+// add adds a simple path and returns its index, or -1 when p is not
+// simple or the set is full.
+func (ps *pathSet) add(p string) int {
+	keys := simplePath(p)
+	if keys == nil || len(ps.segs) == maxScanPaths {
+		return -1
+	}
+	ps.segs = append(ps.segs, keys)
+	return len(ps.segs) - 1
+}
+
+// span locates a captured value in the scanned text; it holds no pointer,
+// so that captures never make a caller's buffer escape.
+type span struct {
+	typ        gjson.Type // gjson.Null and start == end when absent
+	start, end int        // the value's text
+	escaped    bool       // a string with escapes
+}
+
+// jval is a JSON value as the decoder reads it: gjson.Result's fields
+// without the ones it does not need (and half the size).
+type jval struct {
+	Type gjson.Type // Null when absent
+	Raw  string     // the value's text
+	Str  string     // a string's text, unescaped
+	Num  float64    // a number's value
+}
+
+func fromGJSON(r gjson.Result) jval { return jval{r.Type, r.Raw, r.Str, r.Num} }
+
+// exists reports whether the value is present (null is).
+func (v jval) exists() bool { return v.Type != gjson.Null || v.Raw != "" }
+
+// value returns the span's value in doc, as gjson would read it.
+func (sp span) value(doc string) jval {
+	if sp.end == 0 {
+		return jval{}
+	}
+	v := jval{Type: sp.typ, Raw: doc[sp.start:sp.end]}
+	switch sp.typ {
+	case gjson.String:
+		inner := v.Raw[1 : len(v.Raw)-1]
+		if sp.escaped {
+			v.Str = unescape(bytesOf(inner))
+		} else {
+			v.Str = inner
+		}
+	case gjson.Number:
+		v.Num = parseNumber(bytesOf(v.Raw))
+	}
+	return v
+}
+
+// scanner validates one JSON text and captures the values at its paths.
+type scanner struct {
+	b        []byte
+	i        int
+	depth    int
+	maxDepth int
+	ps       *pathSet
+	out      []span // by path index
+	got      uint32 // paths captured
+}
+
+// scanObject reports whether value is one valid JSON object (RFC 8259,
+// valid UTF-8) nested at most maxDepth deep, and fills out (one result per
+// path of ps; span.value gives what gjson.Get would return for the path:
+// the first key that matches at each level, Type Null when absent). On
+// false, out is undefined and the caller finds the reason the slow way.
+func (ps *pathSet) scanObject(value []byte, maxDepth int, out []span) bool {
+	s := scanner{b: value, maxDepth: maxDepth, ps: ps, out: out}
+	clear(out)
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return false
+	}
+	all := uint32(1)<<len(ps.segs) - 1
+	if !s.object(all, 0) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value parses one value at s.i (after whitespace). Paths in capture end
+// here; paths in descend continue into it at level if it is an object.
+func (s *scanner) value(capture, descend uint32, level int) bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	sp := span{start: s.i}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		if !s.object(descend, level) {
+			return false
+		}
+		sp.typ = gjson.JSON
+	case c == '[':
+		if !s.array() {
+			return false
+		}
+		sp.typ = gjson.JSON
+	case c == '"':
+		escaped, ok := s.str()
+		if !ok {
+			return false
+		}
+		sp.typ, sp.escaped = gjson.String, escaped
+	case c == '-' || c >= '0' && c <= '9':
+		if !s.number() {
+			return false
+		}
+		sp.typ = gjson.Number
+	case c == 't':
+		if !s.lit("true") {
+			return false
+		}
+		sp.typ = gjson.True
+	case c == 'f':
+		if !s.lit("false") {
+			return false
+		}
+		sp.typ = gjson.False
+	case c == 'n':
+		if !s.lit("null") {
+			return false
+		}
+		sp.typ = gjson.Null
+	default:
+		return false
+	}
+	if capture &^= s.got; capture != 0 {
+		sp.end = s.i
+		for m := capture; m != 0; m &= m - 1 {
+			s.out[trailingZeros(m)] = sp
+		}
+		s.got |= capture
+	}
+	return true
+}
+
+func trailingZeros(m uint32) int {
+	n := 0
+	for m&1 == 0 {
+		m >>= 1
+		n++
+	}
+	return n
+}
+
+// enter enters the object or array at s.i, which ends with end; empty
+// reports that it is empty (and consumed).
+func (s *scanner) enter(end byte) (empty, ok bool) {
+	s.depth++
+	if s.depth > s.maxDepth {
+		return false, false
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == end {
+		s.i++
+		s.depth--
+		return true, true
+	}
+	return false, true
+}
+
+// next reads what follows a member of a container ending with end: more
+// is true after a comma, false once the container is closed.
+func (s *scanner) next(end byte) (more, ok bool) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.ws()
+		return true, true
+	case end:
+		s.i++
+		s.depth--
+		return false, true
+	}
+	return false, false
+}
+
+// object parses an object at s.i ('{'). mask holds the paths whose first
+// level keys matched the enclosing objects' keys.
+func (s *scanner) object(mask uint32, level int) bool {
+	empty, ok := s.enter('}')
+	if empty || !ok {
+		return ok
+	}
+	for more := true; more; {
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		kstart := s.i + 1
+		escaped, ok := s.str()
+		if !ok {
+			return false
+		}
+		var capture, descend uint32
+		// Like gjson, the first value found in document order wins: a
+		// path is captured once, and searched in every matching object
+		// until then.
+		if mask &^= s.got; mask != 0 {
+			key := stringOf(s.b[kstart : s.i-1])
+			if escaped {
+				key = unescape(s.b[kstart : s.i-1])
+			}
+			for m := mask; m != 0; m &= m - 1 {
+				p := trailingZeros(m)
+				segs := s.ps.segs[p]
+				if segs[level] != key {
+					continue
+				}
+				if len(segs) == level+1 {
+					capture |= 1 << p
+				} else {
+					descend |= 1 << p
+				}
+			}
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if !s.value(capture, descend, level+1) {
+			return false
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scanner) array() bool {
+	empty, ok := s.enter(']')
+	if empty || !ok {
+		return ok
+	}
+	for more := true; more; {
+		if !s.value(0, 0, 0) {
+			return false
+		}
+		if more, ok = s.next(']'); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// str parses a string at s.i ('"') and leaves s.i after the closing quote.
+// escaped reports whether it holds escapes.
+func (s *scanner) str() (escaped, ok bool) {
+	b := s.b
+	i := s.i + 1
+	for i < len(b) {
+		if plain[b[i]] {
+			i++
+			continue
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			s.i = i + 1
+			return escaped, true
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return false, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				i += 6
+			default:
+				return false, false
+			}
+		case c < 0x20:
+			return false, false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return false, false
+			}
+			i += size
+		}
+	}
+	return false, false
+}
+
+// plain marks the bytes that stand for themselves in a JSON string: not
+// '"', '\\', a control character or the start of a multi-byte sequence.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// number parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	b, i := s.b, s.i
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	s.i = i
+	return true
+}
+
+func (s *scanner) lit(w string) bool {
+	if len(s.b)-s.i < len(w) || stringOf(s.b[s.i:s.i+len(w)]) != w {
+		return false
+	}
+	s.i += len(w)
+	return true
+}
+
+// parseNumber returns the value of a valid JSON number: exactly for
+// integers of up to 15 digits, else as strconv.ParseFloat rounds it (±Inf
+// beyond the float64 range, as gjson).
+func parseNumber(b []byte) float64 {
+	if len(b) <= 15 {
+		var n int64
+		i := 0
+		neg := b[0] == '-'
+		if neg {
+			i = 1
+		}
+		for ; i < len(b); i++ {
+			c := b[i]
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if i == len(b) {
+			if neg {
+				if n == 0 {
+					return negZero
+				}
+				return -float64(n)
+			}
+			return float64(n)
+		}
+	}
+	f, _ := strconv.ParseFloat(stringOf(b), 64)
+	return f
+}
+
+var negZero = func() float64 { z := 0.0; return -z }()
+
+// unescape returns the text of a valid JSON string body with escapes. A
+// lone surrogate becomes U+FFFD, as encoding/json does.
+func unescape(b []byte) string {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c != '\\' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		switch b[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(b[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					if r2 := utf16.DecodeRune(r, hex4(b[i+2:i+6])); r2 != utf8.RuneError {
+						out = utf8.AppendRune(out, r2)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, b[i+1])
+		}
+		i += 2
+	}
+	return string(out)
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}
