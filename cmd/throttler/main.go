@@ -29,6 +29,7 @@ var commands = []*command{
 	loadgenCmd,
 	validateCmd,
 	runCmd,
+	demoCmd,
 	simulateCmd,
 	benchCmd,
 }

@@ -1,0 +1,481 @@
+// Package demo runs throttler end to end in one process, with nothing to
+// set up: an embedded broker on a temporary data dir, a load generator,
+// several workers of one consumer group, a reward simulator, budgets of
+// every kind and an experiment; it prints live progress and ends with what
+// the output topics really hold. `throttler demo` is its command.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/stats"
+)
+
+// Defaults of Config.
+const (
+	DefaultDuration      = 60 * time.Second
+	DefaultRate          = 2000
+	DefaultWorkers       = 3
+	DefaultPartitions    = 12
+	DefaultStartDelay    = 8 * time.Second
+	DefaultRewardShare   = 0.10
+	DefaultRewardDelay   = time.Second
+	DefaultSyncInterval  = time.Second
+	DefaultProgressEvery = 2 * time.Second
+	DefaultUsers         = 10000
+)
+
+// settleTimeout bounds each wait of the end: the workers catching up, the
+// stats view showing their last counters, the workers stopping, the topics
+// being read.
+const settleTimeout = 60 * time.Second
+
+// Config describes a demo run. The zero value runs the defaults.
+type Config struct {
+	// Duration is the length of the budgets' window. Default 60s.
+	Duration time.Duration
+	// Rate is the load in events per second. Default 2000.
+	Rate float64
+	// Workers is the number of workers in the group. Default 3.
+	Workers int
+	// Partitions is the partition count of the input topic. Default 12.
+	Partitions int32
+	// StartDelay is the time from the start of the run to the beginning of
+	// the budgets' window, in which the workers join their group. Default
+	// 8s.
+	StartDelay time.Duration
+	// RewardShare is the share of passed events that get a click. Default
+	// 0.1.
+	RewardShare float64
+	// RewardDelay is the time from reading a pass to its click. Default 1s.
+	RewardDelay time.Duration
+	// SyncInterval is the workers' sync interval. Default 1s.
+	SyncInterval time.Duration
+	// Users is the number of distinct users (Zipf, skew 1.1). Default 10000.
+	Users int
+	// Progress receives the live progress table every ProgressEvery; nil
+	// for none. Redraw moves the cursor up over the previous table (for
+	// terminals; it writes escape codes).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	Redraw        bool
+	// Log receives the broker's and workers' logs. Default none.
+	Log zerolog.Logger
+	// DataDir is the broker's data dir. Default: a temporary directory,
+	// removed at the end.
+	DataDir string
+}
+
+func (c *Config) defaults() error {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	set(&c.Duration, DefaultDuration)
+	set(&c.StartDelay, DefaultStartDelay)
+	set(&c.RewardDelay, DefaultRewardDelay)
+	set(&c.SyncInterval, DefaultSyncInterval)
+	set(&c.ProgressEvery, DefaultProgressEvery)
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.RewardShare == 0 {
+		c.RewardShare = DefaultRewardShare
+	}
+	if c.Users == 0 {
+		c.Users = DefaultUsers
+	}
+	switch {
+	case c.Duration < time.Second:
+		return fmt.Errorf("demo: duration must be at least 1s, got %v", c.Duration)
+	case !(c.Rate > 0):
+		return fmt.Errorf("demo: rate must be positive, got %v", c.Rate)
+	case c.Workers < 1 || int32(c.Workers) > c.Partitions:
+		return fmt.Errorf("demo: workers must be between 1 and the partitions (%d), got %d", c.Partitions, c.Workers)
+	case !(c.RewardShare > 0 && c.RewardShare <= 1):
+		return fmt.Errorf("demo: reward share must be in (0, 1], got %v", c.RewardShare)
+	case c.StartDelay < 0 || c.RewardDelay < 0 || c.SyncInterval < config.MinSyncInterval:
+		return errors.New("demo: negative delay or sync interval below 10ms")
+	}
+	return nil
+}
+
+// worker is one running worker.
+type worker struct {
+	w    *consumer.Worker
+	tree *flow.Tree
+	done chan error
+}
+
+// Run runs the demo until its window has ended and its outputs are
+// counted, or ctx ends (an error). The broker and its data are gone when
+// it returns.
+func Run(ctx context.Context, c Config) (*Result, error) {
+	if err := c.defaults(); err != nil {
+		return nil, err
+	}
+	log := c.Log
+	dir := c.DataDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "throttler-demo-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	start := time.Now()
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(dir), broker.Partitions(c.Partitions),
+		broker.SeedTopics(topicEvents, topicClicks, topicPassed, topicControl, topicTreatment, topicDead),
+		broker.Logger(log.With().Str("component", "broker").Logger()))
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	begin := start.Add(c.StartDelay).Truncate(time.Second).Add(time.Second)
+	end := begin.Add(c.Duration)
+	cfg, err := workerConfig(c, brokers, begin, end)
+	if err != nil {
+		return nil, err
+	}
+
+	// Workers.
+	workCtx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	ws := make([]*worker, c.Workers)
+	trees := make([]*flow.Tree, c.Workers)
+	for i := range ws {
+		w, tree, err := consumer.FromConfig(cfg,
+			consumer.WithLogger(log.With().Int("worker", i+1).Logger()),
+			// Frequent heartbeats make the group settle fast; the session
+			// and rebalance timeouts stay at kgo's defaults (45s, 60s), so
+			// that a machine too busy to run the workers for a few seconds
+			// does not expire their sessions (no member dies in a demo).
+			consumer.ClientOpts(kgo.HeartbeatInterval(500*time.Millisecond)))
+		if err != nil {
+			return nil, err
+		}
+		// Until peers' reports arrive, each worker counts itself as an
+		// equal share of the cluster.
+		tree.SetShare(1 / float64(c.Workers))
+		ws[i] = &worker{w: w, tree: tree, done: make(chan error, 1)}
+		trees[i] = tree
+		go func(x *worker) { x.done <- x.w.Run(workCtx) }(ws[i])
+	}
+	stopAll := func() []error {
+		stopWorkers()
+		var errs []error
+		for i, x := range ws {
+			select {
+			case err := <-x.done:
+				if err != nil {
+					errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
+				}
+			case <-time.After(settleTimeout):
+				errs = append(errs, fmt.Errorf("worker %d did not stop within %v", i+1, settleTimeout))
+			}
+		}
+		return errs
+	}
+
+	// Load, from now on: events before the window are rejected as not
+	// started, and the workers are busy by the time it begins.
+	gen, err := loadgen.New(loadgen.Config{Seed: 1, Users: c.Users, Budgets: loadBudgets()})
+	if err != nil {
+		return nil, err
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	var load struct {
+		sync.WaitGroup
+		sum loadgen.Summary
+		err error
+	}
+	load.Add(1)
+	go func() {
+		defer load.Done()
+		load.sum, load.err = loadgen.Run(loadCtx, prod, gen, loadgen.RunConfig{Topic: topicEvents, Rate: c.Rate})
+	}()
+
+	res := &Result{Begin: begin, End: end, Rate: c.Rate, Workers: c.Workers}
+	if err := waitReady(ctx, adm, ws, c.Partitions, max(int64(c.Rate/2), 100)); err != nil {
+		return nil, errors.Join(err, errors.Join(stopAll()...))
+	}
+	res.ReadyAfter = time.Since(start)
+	if time.Now().After(begin) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the workers were ready %.1fs after the budgets began: they lost that time", time.Since(begin).Seconds()))
+	}
+
+	view, err := stats.NewView(ctx, topicStats, []kgo.Opt{kgo.SeedBrokers(brokers...)})
+	if err != nil {
+		return nil, errors.Join(err, errors.Join(stopAll()...))
+	}
+	defer view.Close()
+	wt := &watcher{view: view, trees: trees, budgets: cfg.Budgets, begin: begin, end: end,
+		samples: map[string][]Sample{}, redraw: c.Redraw}
+
+	clk, err := newClicker(brokers, c.RewardShare, c.RewardDelay, end)
+	if err != nil {
+		return nil, errors.Join(err, errors.Join(stopAll()...))
+	}
+	clickDone := make(chan struct{})
+	go func() { defer close(clickDone); clk.run(ctx) }()
+
+	// The window: sample every second, print every ProgressEvery.
+	if err := wt.follow(ctx, c, ws, produced(adm)); err != nil {
+		return nil, errors.Join(err, errors.Join(stopAll()...))
+	}
+
+	// The end: stop the load, let the clicks due in the window out, wait
+	// until the workers have consumed and committed everything and the
+	// stats view shows their last counters.
+	stopLoad()
+	load.Wait()
+	res.Produced = load.sum.Produced
+	if load.err != nil {
+		res.Warnings = append(res.Warnings, "load generator: "+load.err.Error())
+	}
+	select {
+	case <-clickDone:
+	case <-ctx.Done():
+		return nil, errors.Join(ctx.Err(), errors.Join(stopAll()...))
+	}
+	if err := clk.Err(); err != nil {
+		res.Warnings = append(res.Warnings, "reward simulator: "+err.Error())
+	}
+	if err := waitDrained(ctx, adm); err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	}
+	if err := wt.waitSettled(ctx, trees); err != nil {
+		res.Warnings = append(res.Warnings, err.Error())
+	}
+	wt.sample()
+	res.viewFinal = map[string]float64{}
+	for _, bg := range cfg.Budgets {
+		a, off, _ := wt.totals(bg)
+		res.viewFinal[bg.Name] = a
+		res.viewOffered = append(res.viewOffered, off)
+	}
+	if errs := stopAll(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	cnt, err := countTopics(cctx, brokers, adm)
+	if err != nil {
+		return nil, err
+	}
+	res.fill(cfg, cnt, wt.samples)
+	return res, nil
+}
+
+// follow samples the view every second and prints the progress table every
+// ProgressEvery until the window ends; a worker that stops is an error.
+func (w *watcher) follow(ctx context.Context, c Config, ws []*worker, produced func() int64) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastPrint time.Time
+	for {
+		now := time.Now()
+		if !now.Before(w.begin) {
+			w.sample()
+		}
+		if c.Progress != nil && now.Sub(lastPrint) >= c.ProgressEvery-100*time.Millisecond {
+			lastPrint = now
+			w.progress(c.Progress, now, produced())
+		}
+		if now.After(w.end) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		for i, x := range ws {
+			select {
+			case err := <-x.done:
+				return fmt.Errorf("worker %d stopped: %v", i+1, err)
+			default:
+			}
+		}
+	}
+}
+
+// produced returns a function that counts the records in the input topic
+// (-1 when it cannot tell).
+func produced(adm *kadm.Client) func() int64 {
+	return func() int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, topicEvents)
+		if err != nil {
+			return -1
+		}
+		var n int64
+		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n
+	}
+}
+
+// waitReady waits until every worker is ready, the group is stable with
+// every input and reward partition assigned, and the group's lag on the
+// input topic is at most maxLag: the workers are keeping up. (A partition
+// that changed owner may wait seconds for its committed offset: kfake
+// answers a fetch of committed offsets that requires stable offsets with
+// UNSTABLE_OFFSET_COMMIT while any transaction of the group is pending.)
+func waitReady(ctx context.Context, adm *kadm.Client, ws []*worker, partitions int32, maxLag int64) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	for {
+		ready := true
+		for i, x := range ws {
+			select {
+			case err := <-x.done:
+				return fmt.Errorf("worker %d stopped while starting: %v", i+1, err)
+			default:
+			}
+			if x.w.Ready() != nil {
+				ready = false
+			}
+		}
+		if ready {
+			gs, err := adm.DescribeGroups(ctx, group)
+			if err == nil {
+				g := gs[group]
+				assigned := 0
+				for _, ps := range g.AssignedPartitions() {
+					assigned += len(ps)
+				}
+				if g.State == "Stable" && len(g.Members) == len(ws) && assigned == 2*int(partitions) &&
+					lag(ctx, adm, topicEvents) <= maxLag {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("workers not ready: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitDrained waits until the group has committed the end of the input
+// and reward topics.
+func waitDrained(ctx context.Context, adm *kadm.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	for lag(ctx, adm, topicEvents, topicClicks) > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the workers did not consume everything within %v", settleTimeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// lag returns how many records of topics the group has not committed yet
+// (MaxInt64 when it cannot tell).
+func lag(ctx context.Context, adm *kadm.Client, topics ...string) int64 {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return math.MaxInt64
+	}
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
+	if err != nil {
+		return math.MaxInt64
+	}
+	var behind int64
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		switch {
+		case o.Err != nil || (ok && c.Err != nil):
+			behind = math.MaxInt64
+		case behind == math.MaxInt64:
+		case !ok || c.At < 0:
+			behind += o.Offset
+		case c.At < o.Offset:
+			behind += o.Offset - c.At
+		}
+	})
+	return behind
+}
+
+// waitSettled waits until the stats view holds, for every budget, the
+// counters the workers hold in memory (their last sync).
+func (w *watcher) waitSettled(ctx context.Context, trees []*flow.Tree) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	for {
+		mem := map[string]flow.Counters{}
+		now := time.Now()
+		for _, t := range trees {
+			for _, r := range t.Reports(now, nil) {
+				m := mem[r.Budget]
+				m.Offered += r.InPeriod.Offered
+				m.Passed += r.InPeriod.Passed
+				m.Rewards += r.InPeriod.Rewards
+				mem[r.Budget] = m
+			}
+		}
+		same := true
+		for _, b := range w.budgets {
+			var v flow.Counters
+			for _, r := range w.view.View(b.Name, nil) {
+				v.Offered += r.InPeriod.Offered
+				v.Passed += r.InPeriod.Passed
+				v.Rewards += r.InPeriod.Rewards
+			}
+			if v != mem[b.Name] {
+				same = false
+			}
+		}
+		if same {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the stats view did not reach the workers' counters within %v", settleTimeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
