@@ -16,6 +16,13 @@ type params struct {
 	nextP      float64 // for lanes that already entered the next period
 	nextCut    float64
 	exhausted  bool
+	// cold: the controller has not measured any traffic yet. Lanes then
+	// pass at coldRate per second each (the ideal rate over this node's
+	// share, split across its lanes), so that a backlog met at start is
+	// neither rejected wholesale nor passed wholesale.
+	cold      bool
+	coldRate  float64
+	coldBurst float64
 }
 
 // Controller paces one budget on one node. Its lanes decide; the
@@ -122,7 +129,7 @@ func newController(b Budget, cfg *config) *Controller {
 	if b.Rewards {
 		c.conv = newConversion(240)
 	}
-	prm := &params{begin: math.MinInt64, end: c.sched.hardEnd, cut: math.Inf(1), nextCut: math.Inf(1)}
+	prm := &params{begin: math.MinInt64, end: c.sched.hardEnd, cut: math.Inf(1), nextCut: math.Inf(1), cold: true}
 	if !b.Begin.IsZero() {
 		prm.begin = b.Begin.UnixNano()
 	}
@@ -161,9 +168,15 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 		}
 		l.periodEnd = c.sched.anchor + (idx+1)*c.sched.length
 	}
+	l.coldAt, l.coldTokens = t, 1
 	c.lanes[source] = l
 	c.laneList = append(c.laneList, l)
 	c.dropPeer(source)
+	if old := c.params.Load(); old.cold {
+		prm := *old
+		prm.coldRate, prm.coldBurst = c.coldRate()
+		c.params.Store(&prm)
+	}
 	return l
 }
 
@@ -434,6 +447,11 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	if rate > 0 {
 		prm.p = clamp01(q / rate)
 		prm.nextP = clamp01(T / span / conv / rate)
+	} else {
+		// No traffic measured (a start, or lanes just opened on an idle
+		// node): lanes pass at the ideal rate until the next tune.
+		prm.cold = true
+		prm.coldRate, prm.coldBurst = c.coldRate()
 	}
 	if prm.exhausted {
 		prm.p = 0
@@ -488,6 +506,15 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		LagTime:         time.Duration((idealNow - achieved) / slope * 1e9),
 		Exhausted:       prm.exhausted,
 	}
+}
+
+// coldRate is what each lane may pass per second while no traffic has
+// been measured: the ideal rate of the budget times this node's share,
+// split across its lanes, with a burst of two tune intervals.
+func (c *Controller) coldRate() (rate, burst float64) {
+	span := float64(c.sched.length-c.sched.reserve) / 1e9
+	rate = c.sched.target / span * c.share / float64(max(1, len(c.laneList)))
+	return rate, max(1, 2*rate*c.cfg.tune.Seconds())
 }
 
 // consensusCut averages this node's cut with the cuts its fresh peers

@@ -340,3 +340,35 @@ func TestConcurrentLanes(t *testing.T) {
 		t.Fatalf("counted offered %d passed %d, want %d and %d", off, pas, workers*events, sum)
 	}
 }
+
+// Before any traffic is measured, a lane passes at its share of the ideal
+// rate: a backlog met at start is neither passed nor rejected wholesale.
+func TestColdStart(t *testing.T) {
+	tree := mustTree(t, []Budget{{Name: "c", Target: 3600, Begin: t0, End: at(time.Hour)}}) // 1/s
+	// the controller tunes for a while with no lane: idle
+	for k := 0; k < 20; k++ {
+		tree.Tune(at(time.Duration(k) * 100 * time.Millisecond))
+	}
+	l := mustOpen(t, tree, "p0", at(2*time.Second)).Lane("c")
+	// a backlog of 10,000 events within 10 ms
+	if got := offer(l, at(2*time.Second), 10*time.Millisecond, 10000, 0); got < 1 || got > 2 {
+		t.Fatalf("cold backlog: %d passed, want the 1-2 of a token bucket at 1/s", got)
+	}
+	// once tuned, the measured rate takes over: 10,000 events/s → p ≈ 1e-4
+	tree.Tune(at(2100 * time.Millisecond))
+	if s := tree.Controller("c").Snapshot(); s.ClusterRate < 1000 || s.WorkingPassRate <= 0 || s.WorkingPassRate > 0.01 {
+		t.Fatalf("after the first tune: rate %.0f, working pass rate %v", s.ClusterRate, s.WorkingPassRate)
+	}
+	// events before the window count as traffic: the rate is known at begin
+	tree2 := mustTree(t, []Budget{{Name: "c", Target: 100, Begin: at(10 * time.Second), End: at(110 * time.Second)}})
+	l2 := mustOpen(t, tree2, "p0", t0).Lane("c")
+	for k := 0; k < 100; k++ {
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		tree2.Tune(now)
+		offer(l2, now, 100*time.Millisecond, 10, 0)
+	}
+	tree2.Tune(at(10 * time.Second))
+	if s := tree2.Controller("c").Snapshot(); math.Abs(s.ClusterRate-100) > 1 || math.Abs(s.WorkingPassRate-0.01) > 0.002 {
+		t.Fatalf("at begin: rate %.1f (want 100), working pass rate %.4f (want 0.01)", s.ClusterRate, s.WorkingPassRate)
+	}
+}

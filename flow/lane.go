@@ -56,9 +56,12 @@ type Lane struct {
 	baseRew         atomic.Uint64 // float64 bits
 
 	// Owned by the lane's goroutine.
-	credit    float64
-	periodEnd int64
-	sk        *laneSketch
+	coldAt     int64   // cold-start token bucket: last refill
+	coldTokens float64 // and its tokens
+	coldPass   bool    // the pending pass was let through by it
+	credit     float64
+	periodEnd  int64
+	sk         *laneSketch
 
 	// Owned by the controller (under its mutex).
 	seenOff, seenPass uint64
@@ -94,16 +97,21 @@ func (l *Lane) decide(t int64, score float64) Verdict {
 // want counts the event as offered and says whether this level would pass it.
 func (l *Lane) want(t int64, score float64) Reason {
 	prm := l.c.params.Load()
+	if t >= l.periodEnd {
+		l.roll(t)
+	}
+	// Events outside the window count as offered too: the controller
+	// knows the traffic (and its scores) when the window opens.
+	l.offered.Store(l.offered.Load() + 1)
+	if l.sk != nil && score == score { // NaN is never counted
+		l.sk.add(score)
+	}
 	if t < prm.begin {
 		return ReasonNotStarted
 	}
 	if t >= prm.end {
 		return ReasonEnded
 	}
-	if t >= l.periodEnd {
-		l.roll(t)
-	}
-	l.offered.Store(l.offered.Load() + 1)
 	p, cut := prm.p, prm.cut
 	if l.period.Load() != prm.period {
 		// The lane entered a period the controller has not tuned for yet.
@@ -111,12 +119,21 @@ func (l *Lane) want(t int64, score float64) Reason {
 	} else if prm.exhausted {
 		return ReasonExhausted
 	}
-	if l.sk != nil {
-		if score != score { // NaN never passes a cut
-			return ReasonScore
+	if prm.cold {
+		// No traffic measured yet: a token bucket at the lane's share of
+		// the ideal rate.
+		if t > l.coldAt {
+			l.coldTokens = min(l.coldTokens+prm.coldRate*float64(t-l.coldAt)/1e9, prm.coldBurst)
+			l.coldAt = t
 		}
-		l.sk.add(score)
-		if score < cut {
+		if l.coldTokens < 1 {
+			return ReasonPaced
+		}
+		l.coldPass = true
+		return ReasonPass
+	}
+	if l.sk != nil {
+		if !(score >= cut) { // NaN never passes a cut
 			return ReasonScore
 		}
 		return ReasonPass
@@ -131,6 +148,7 @@ func (l *Lane) want(t int64, score float64) Reason {
 // unwant: this level would have passed, a level above refused. Keep the
 // credit (the next event is wanted again) but do not let it pile up.
 func (l *Lane) unwant() {
+	l.coldPass = false
 	if l.credit > 1 {
 		l.credit = 1
 	}
@@ -139,6 +157,11 @@ func (l *Lane) unwant() {
 // take commits a pass.
 func (l *Lane) take() {
 	l.passed.Store(l.passed.Load() + 1)
+	if l.coldPass {
+		l.coldPass = false
+		l.coldTokens--
+		return
+	}
 	if l.sk == nil {
 		l.credit--
 	}

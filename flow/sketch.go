@@ -131,13 +131,14 @@ func (s *sketch) decay(f float64) {
 }
 
 // upper returns the cut c such that a fraction p of the weight lies at or
-// above c: +Inf for p ≤ 0, -Inf for p ≥ 1 or an empty sketch.
+// above c: +Inf for p ≤ 0 or an empty sketch (nothing known, nothing
+// passes), -Inf for p ≥ 1.
 func (s *sketch) upper(p float64) float64 {
-	if p <= 0 {
-		return math.Inf(1)
-	}
-	if p >= 1 || s.total <= 0 {
+	if p >= 1 {
 		return math.Inf(-1)
+	}
+	if p <= 0 || s.total <= 0 {
+		return math.Inf(1)
 	}
 	need := p * s.total
 	acc := 0.0

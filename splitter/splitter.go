@@ -155,3 +155,24 @@ func Route(assignments []Assignment) (topic string, ok bool) {
 	}
 	return assignments[0].Topic, true
 }
+
+// Topics returns the distinct topics the splitter's variants route to, in
+// the order of the layers, experiments and variants (for creating them).
+func (s *Splitter) Topics() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range s.layers {
+		for _, e := range l.experiments {
+			for _, v := range e.variants {
+				if !seen[v.topic] {
+					seen[v.topic] = true
+					out = append(out, v.topic)
+				}
+			}
+		}
+	}
+	return out
+}
