@@ -1,0 +1,612 @@
+package flow_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// capStart is an arbitrary fixed instant; tests never read the wall clock.
+var capStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// capStep is one call of a step table: at instant t, throttle quantity q,
+// and expect the given reply.
+type capStep struct {
+	t         time.Time
+	q         int64
+	limited   bool
+	remaining int64
+	retry     time.Duration // -1 when allowed or impossible
+	reset     time.Duration
+}
+
+func mustCap(t testing.TB, maxBurst, count int64, period time.Duration) *flow.Cap {
+	t.Helper()
+	c, err := flow.NewCap(maxBurst, count, period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func runCapSteps(t *testing.T, c *flow.Cap, key string, limit int64, steps []capStep) {
+	t.Helper()
+	for i, s := range steps {
+		got := c.Throttle(key, s.t, s.q)
+		want := flow.CapResult{Limited: s.limited, Limit: limit, Remaining: s.remaining, RetryAfter: s.retry, ResetAfter: s.reset}
+		if got != want {
+			t.Errorf("step %d: Throttle(%q, t0+%v, %d) = %+v, want %+v", i, key, s.t.Sub(capStart), s.q, got, want)
+		}
+	}
+}
+
+// TestCapRedisCellVectors replays the step table of redis-cell's own test
+// (redis-cell-impl/src/lib.rs, it_rate_limits): max_burst 4, 1 per second,
+// one key, fixed instants.
+func TestCapRedisCellVectors(t *testing.T) {
+	var (
+		t0 = capStart
+		t1 = t0.Add(3000 * time.Millisecond)
+		t2 = t0.Add(3100 * time.Millisecond)
+		t3 = t0.Add(4000 * time.Millisecond)
+		t4 = t0.Add(8000 * time.Millisecond)
+		t5 = t0.Add(9500 * time.Millisecond)
+		s  = time.Second
+		ms = time.Millisecond
+	)
+	c := mustCap(t, 4, 1, time.Second)
+	runCapSteps(t, c, "foo", 5, []capStep{
+		// A request above the limit can never succeed.
+		{t0, 6, true, 5, -1, 0},
+		// Normal requests use up the burst.
+		{t0, 1, false, 4, -1, 1 * s},
+		{t0, 1, false, 3, -1, 2 * s},
+		{t0, 1, false, 2, -1, 3 * s},
+		{t0, 1, false, 1, -1, 4 * s},
+		{t0, 1, false, 0, -1, 5 * s},
+		{t0, 1, true, 0, 1 * s, 5 * s},
+		// Time drips capacity back.
+		{t1, 1, false, 2, -1, 3000 * ms},
+		{t2, 1, false, 1, -1, 3900 * ms},
+		{t3, 1, false, 1, -1, 4000 * ms},
+		{t4, 1, false, 4, -1, 1000 * ms},
+		{t5, 1, false, 4, -1, 1000 * ms},
+		// Quantity 0 only peeks.
+		{t5, 0, false, 4, -1, 1 * s},
+		// A larger quantity takes more.
+		{t5, 2, false, 2, -1, 3 * s},
+		// and cannot exceed what is left.
+		{t5, 5, true, 2, 3 * s, 3 * s},
+	})
+}
+
+// TestCapReadmeExample checks the reply documented in redis-cell's README
+// for "CL.THROTTLE user123 15 30 60" (0, 16, 15, -1, 2), which is also the
+// call of seed 001 ("CL.THROTTLE laoqian:reply 15 30 60"). The seed's text
+// says 15 and 14 for the second and third values; redis-cell's README and
+// code give limit = max_burst+1 = 16 and remaining 15, which we follow.
+func TestCapReadmeExample(t *testing.T) {
+	c := mustCap(t, 15, 30, 60*time.Second)
+	t0 := capStart
+	steps := []capStep{{t0, 1, false, 15, -1, 2 * time.Second}}
+	// The rest of the burst at the same instant: 16 in all.
+	for i := int64(2); i <= 16; i++ {
+		steps = append(steps, capStep{t0, 1, false, 16 - i, -1, time.Duration(i) * 2 * time.Second})
+	}
+	steps = append(steps,
+		capStep{t0, 1, true, 0, 2 * time.Second, 32 * time.Second},
+		capStep{t0.Add(2 * time.Second), 1, false, 0, -1, 32 * time.Second},
+		capStep{t0.Add(33 * time.Second), 0, false, 15, -1, time.Second},
+	)
+	runCapSteps(t, c, "laoqian:reply", 16, steps)
+}
+
+// TestCapFullPrecision checks rates that whole seconds (redis-cell's reply
+// unit) cannot express: 5000 per second is an emission interval of exactly
+// 200µs.
+func TestCapFullPrecision(t *testing.T) {
+	const us = time.Microsecond
+	t0 := capStart
+	t.Run("burst", func(t *testing.T) {
+		c := mustCap(t, 4999, 5000, time.Second)
+		for i := range 5000 {
+			if r := c.Throttle("k", t0, 1); r.Limited || r.Remaining != int64(4999-i) {
+				t.Fatalf("event %d: %+v", i, r)
+			}
+		}
+		want := flow.CapResult{Limited: true, Limit: 5000, RetryAfter: 200 * us, ResetAfter: time.Second}
+		if r := c.Throttle("k", t0, 1); r != want {
+			t.Fatalf("event 5000: %+v, want %+v", r, want)
+		}
+		want = flow.CapResult{Limit: 5000, RetryAfter: -1, ResetAfter: time.Second}
+		if r := c.Throttle("k", t0.Add(200*us), 1); r != want {
+			t.Fatalf("after 200µs: %+v, want %+v", r, want)
+		}
+		if r := c.Throttle("k", t0.Add(200*us+399*us), 2); !r.Limited || r.RetryAfter != 1*us {
+			t.Fatalf("2 more after 599µs: %+v, want limited, retry 1µs", r)
+		}
+	})
+	t.Run("paced", func(t *testing.T) {
+		// No burst: events every 100µs pass exactly every other one.
+		c := mustCap(t, 0, 5000, time.Second)
+		passed := 0
+		for i := range 10000 {
+			r := c.Throttle("k", t0.Add(time.Duration(i)*100*us), 1)
+			if r.Limited != (i%2 == 1) {
+				t.Fatalf("event %d at %v: %+v", i, time.Duration(i)*100*us, r)
+			}
+			if !r.Limited {
+				passed++
+			}
+		}
+		if passed != 5000 {
+			t.Fatalf("passed %d in one second, want 5000", passed)
+		}
+	})
+	t.Run("million per second", func(t *testing.T) {
+		c := mustCap(t, 0, 1_000_000, time.Second)
+		runCapSteps(t, c, "k", 1, []capStep{
+			{t0, 1, false, 0, -1, us},
+			{t0.Add(999), 1, true, 0, 1, us - 999},
+			{t0.Add(us), 1, false, 0, -1, us},
+		})
+	})
+}
+
+func TestNewCapErrors(t *testing.T) {
+	for _, tc := range []struct {
+		maxBurst, count int64
+		period          time.Duration
+		field           string
+	}{
+		{-1, 1, time.Second, "maxBurst"},
+		{0, 0, time.Second, "count"},
+		{0, -3, time.Second, "count"},
+		{0, 1, 0, "period"},
+		{0, 1, -time.Second, "period"},
+		{0, 2, time.Nanosecond, "count"},
+		{1 << 40, 1, time.Hour, "maxBurst"},
+		{1<<63 - 1, 1, time.Nanosecond, "maxBurst"},
+	} {
+		_, err := flow.NewCap(tc.maxBurst, tc.count, tc.period)
+		var ce *flow.CapError
+		if !errors.Is(err, flow.ErrInvalidCap) || !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("NewCap(%d, %d, %v) = %v, want a CapError on %s", tc.maxBurst, tc.count, tc.period, err, tc.field)
+		}
+	}
+	if _, err := flow.NewCap(0, 1, time.Nanosecond); err != nil {
+		t.Errorf("one per nanosecond: %v", err)
+	}
+}
+
+// TestCapKeys checks that keys are independent, that []byte and string keys
+// name the same state, and that an idle key answers like an absent one.
+func TestCapKeys(t *testing.T) {
+	c := mustCap(t, 2, 3, time.Hour) // 3 at once, one more every 20 minutes
+	t0 := capStart
+	for i := range 3 {
+		if c.Throttle("alice", t0, 1).Limited {
+			t.Fatalf("alice %d limited", i)
+		}
+	}
+	if r := c.ThrottleBytes([]byte("alice"), t0, 1); !r.Limited || r.RetryAfter != 20*time.Minute {
+		t.Fatalf("alice 4th: %+v", r)
+	}
+	if r := c.ThrottleBytes([]byte("bob"), t0, 1); r.Limited || r.Remaining != 2 {
+		t.Fatalf("bob: %+v", r)
+	}
+	fresh := c.Throttle("carol", t0.Add(time.Hour), 0)
+	if idle := c.Throttle("alice", t0.Add(time.Hour), 0); idle != fresh {
+		t.Fatalf("idle alice %+v, absent carol %+v", idle, fresh)
+	}
+	if c.Len() != 2 {
+		t.Fatalf("Len = %d, want 2 (queries and refusals store nothing)", c.Len())
+	}
+}
+
+// capFunnel is a reference model written the way seed 001 describes a
+// funnel: water (in nanoseconds of emission) drains one nanosecond per
+// nanosecond, each unit pours in one emission interval, and the funnel holds
+// (maxBurst+1) intervals. It only handles non-decreasing instants.
+type capFunnel struct {
+	interval, capacity int64
+	level              int64
+	last               int64
+}
+
+func (f *capFunnel) pour(now, q int64) flow.CapResult {
+	f.level = max(0, f.level-(now-f.last))
+	f.last = now
+	limit := f.capacity / f.interval
+	r := flow.CapResult{Limit: limit, RetryAfter: -1}
+	switch {
+	case q > limit:
+		r.Limited = true
+	case f.level+q*f.interval > f.capacity:
+		r.Limited = true
+		r.RetryAfter = time.Duration(f.level + q*f.interval - f.capacity)
+	default:
+		f.level += q * f.interval
+	}
+	r.ResetAfter = time.Duration(f.level)
+	r.Remaining = (f.capacity - f.level) / f.interval
+	return r
+}
+
+// TestCapMatchesFunnel drives a Cap and the funnel model with the same
+// random (seeded) traffic and compares every reply.
+func TestCapMatchesFunnel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, p := range []struct {
+		burst, count int64
+		period       time.Duration
+	}{{0, 1, time.Second}, {4, 1, time.Second}, {15, 30, time.Minute}, {9, 5000, time.Second}, {2, 3, 7 * time.Millisecond}} {
+		c := mustCap(t, p.burst, p.count, p.period)
+		interval := int64(p.period) / p.count
+		f := &capFunnel{interval: interval, capacity: interval * (p.burst + 1), last: capStart.UnixNano()}
+		now := capStart
+		for i := range 20000 {
+			now = now.Add(time.Duration(rng.Int64N(2 * interval)))
+			q := rng.Int64N(p.burst + 3)
+			got, want := c.Throttle("k", now, q), f.pour(now.UnixNano(), q)
+			if got != want {
+				t.Fatalf("%+v call %d (q=%d): got %+v, funnel %+v", p, i, q, got, want)
+			}
+		}
+	}
+}
+
+// capModel is the plainest reading of GCRA: a map from key to TAT, and the
+// redis-cell formulas.
+type capModel struct {
+	interval, tolerance, limit int64
+	tat                        map[string]int64
+}
+
+func (m *capModel) throttle(key string, now, q int64) flow.CapResult {
+	tat := max(m.tat[key], now)
+	r := flow.CapResult{Limit: m.limit, RetryAfter: -1, ResetAfter: time.Duration(tat - now)}
+	q = max(q, 0)
+	if q > m.limit {
+		r.Limited = true
+	} else if allowAt := tat + q*m.interval - m.tolerance; now < allowAt {
+		r.Limited = true
+		r.RetryAfter = time.Duration(allowAt - now)
+	} else {
+		r.ResetAfter = time.Duration(tat + q*m.interval - now)
+		if q > 0 {
+			m.tat[key] = tat + q*m.interval
+		}
+	}
+	r.Remaining = max(0, (m.tolerance-int64(r.ResetAfter))/m.interval)
+	return r
+}
+
+// TestCapModel runs random operations (throttle, restore, forget, sweep)
+// on many keys against capModel, so that the Cap's tables grow, shrink and
+// remove keys from the middle of probe runs.
+func TestCapModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := mustCap(t, 2, 1, time.Second)
+	m := &capModel{interval: int64(time.Second), tolerance: 3 * int64(time.Second), limit: 3, tat: map[string]int64{}}
+	now := capStart.UnixNano()
+	keys := 3000
+	for op := range 200_000 {
+		if op%50_000 == 0 {
+			keys = []int{3000, 20000, 50, 8000}[op/50_000] // grow, then shrink the key space
+		}
+		key := fmt.Sprintf("key-%d-%s", rng.IntN(keys), string(make([]byte, rng.IntN(3)*70))) // some keys over 127 bytes
+		switch x := rng.IntN(1000); {
+		case x < 2:
+			removed := c.Sweep(time.Unix(0, now), flow.CapShards)
+			want := 0
+			for k, tat := range m.tat {
+				if tat <= now {
+					delete(m.tat, k)
+					want++
+				}
+			}
+			if removed != want || c.Len() != len(m.tat) {
+				t.Fatalf("op %d: Sweep removed %d, Len %d; model removed %d, holds %d", op, removed, c.Len(), want, len(m.tat))
+			}
+		case x < 10:
+			c.Forget(key)
+			delete(m.tat, key)
+		case x < 20:
+			tat := now + rng.Int64N(int64(4*time.Second)) - int64(time.Second)
+			c.Restore(key, time.Unix(0, tat))
+			m.tat[key] = tat
+		default:
+			q := rng.Int64N(4)
+			var got flow.CapResult
+			if x%2 == 0 {
+				got = c.Throttle(key, time.Unix(0, now), q)
+			} else {
+				got = c.ThrottleBytes([]byte(key), time.Unix(0, now), q)
+			}
+			if want := m.throttle(key, now, q); got != want {
+				t.Fatalf("op %d: Throttle(%.12q, %d) = %+v, model %+v", op, key, q, got, want)
+			}
+		}
+		now += rng.Int64N(int64(time.Millisecond))
+	}
+	all := map[string]int64{}
+	for k, tat := range c.All() {
+		all[k] = tat.UnixNano()
+	}
+	if len(all) != len(m.tat) || c.Len() != len(m.tat) {
+		t.Fatalf("All yields %d keys, Len %d, model %d", len(all), c.Len(), len(m.tat))
+	}
+	for k, tat := range m.tat {
+		if all[k] != tat {
+			t.Fatalf("%.12q: All gives %d, model %d", k, all[k], tat)
+		}
+	}
+}
+
+func TestCapNoAllocs(t *testing.T) {
+	c := mustCap(t, 1, 1, time.Second)
+	key, now := []byte("user-42"), capStart
+	c.ThrottleBytes(key, now, 1)
+	for name, f := range map[string]func(){
+		"ThrottleBytes allowed": func() { now = now.Add(time.Second); c.ThrottleBytes(key, now, 1) },
+		"ThrottleBytes limited": func() { c.ThrottleBytes(key, now, 5) },
+		"ThrottleBytes absent":  func() { c.ThrottleBytes([]byte("nobody"), now, 0) },
+		"Throttle allowed":      func() { now = now.Add(time.Second); c.Throttle("user-42", now, 1) },
+	} {
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s: %v allocs per call, want 0", name, n)
+		}
+	}
+}
+
+func TestCapSweep(t *testing.T) {
+	c := mustCap(t, 0, 1, time.Second) // a key's TAT is one second after its event
+	t0 := capStart
+	const n = 20000 // over 256 keys a shard, so that emptied shards are rebuilt
+	for i := range n {
+		c.Throttle(fmt.Sprint("k", i), t0.Add(time.Duration(i%2)*time.Millisecond), 1)
+	}
+	if got := c.Sweep(t0.Add(999*time.Millisecond), flow.CapShards); got != 0 || c.Len() != n {
+		t.Fatalf("early sweep removed %d, Len %d", got, c.Len())
+	}
+	// Round-robin: one shard per call reaches every shard in CapShards calls.
+	removed := 0
+	for range flow.CapShards {
+		removed += c.Sweep(t0.Add(time.Second), 1)
+	}
+	if removed != n/2 || c.Len() != n/2 {
+		t.Fatalf("sweep at +1s removed %d, Len %d, want %d each", removed, c.Len(), n/2)
+	}
+	// Out-of-range shard counts are clamped.
+	if got := c.Sweep(t0.Add(time.Hour), 0) + c.Sweep(t0.Add(time.Hour), 1000); got == 0 || got > n/2 {
+		t.Fatalf("clamped sweeps removed %d", got)
+	}
+	c.Sweep(t0.Add(time.Hour), flow.CapShards)
+	if c.Len() != 0 {
+		t.Fatalf("Len after full sweep = %d", c.Len())
+	}
+	// Swept (and rebuilt) shards work as new.
+	for i := range n {
+		if r := c.Throttle(fmt.Sprint("k", i), t0.Add(time.Hour), 1); r.Limited {
+			t.Fatalf("key %d after sweep: %+v", i, r)
+		}
+	}
+	if c.Len() != n {
+		t.Fatalf("Len = %d, want %d", c.Len(), n)
+	}
+}
+
+// TestCapForgetChurn forgets keys without ever sweeping: the holes they
+// leave are reclaimed as new keys arrive, so memory stays bounded.
+func TestCapForgetChurn(t *testing.T) {
+	c := mustCap(t, 0, 1, time.Hour)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 300_000 {
+		key := fmt.Sprint("churn-", i)
+		c.Restore(key, capStart.Add(time.Minute))
+		if i%1000 != 0 {
+			c.Forget(key)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if c.Len() != 300 {
+		t.Fatalf("Len = %d, want 300", c.Len())
+	}
+	// 300k keys kept would take about 10 MB.
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 1<<20 {
+		t.Errorf("heap grew by %d bytes for 300 keys", grown)
+	}
+	runtime.KeepAlive(c)
+}
+
+// TestCapRestore copies a cap's state through All and Restore, as a
+// changelog would, and checks that the copy answers like the original and
+// that now+ResetAfter is the state to record.
+func TestCapRestore(t *testing.T) {
+	a, b := mustCap(t, 2, 1, time.Minute), mustCap(t, 2, 1, time.Minute)
+	t0 := capStart
+	recorded := map[string]time.Time{}
+	for i := range 300 {
+		key := fmt.Sprint("user-", i%40)
+		now := t0.Add(time.Duration(i) * time.Second)
+		if r := a.Throttle(key, now, 1); !r.Limited {
+			recorded[key] = now.Add(r.ResetAfter)
+		}
+	}
+	n := 0
+	for key, tat := range a.All() {
+		if !tat.Equal(recorded[key]) {
+			t.Fatalf("%s: All gives %v, now+ResetAfter gave %v", key, tat, recorded[key])
+		}
+		b.Restore(key, tat)
+		n++
+	}
+	if n != len(recorded) || b.Len() != n {
+		t.Fatalf("All yielded %d keys, recorded %d, restored Len %d", n, len(recorded), b.Len())
+	}
+	for i := range 40 {
+		key, now := fmt.Sprint("user-", i), t0.Add(300*time.Second)
+		if ra, rb := a.Throttle(key, now, 1), b.Throttle(key, now, 1); ra != rb {
+			t.Fatalf("%s: original %+v, restored %+v", key, ra, rb)
+		}
+	}
+	b.Restore("user-1", time.Time{})
+	b.Forget("user-2")
+	b.Forget("nobody")
+	if b.Len() != n-2 {
+		t.Fatalf("Len after forgetting 2 = %d, want %d", b.Len(), n-2)
+	}
+	for range a.All() {
+		break // stopping early must release the shard
+	}
+	a.Throttle("user-0", t0, 0)
+}
+
+// capBench holds a Cap with a million keys, built once and shared by the
+// benchmark runs.
+var capBench struct {
+	once sync.Once
+	keys [][]byte
+	cap  *flow.Cap
+	now  time.Time
+	i    int
+}
+
+const (
+	capBenchKeys = 1_000_000
+	capBenchStep = time.Second / capBenchKeys // a round of all keys takes 1s
+)
+
+func capBenchKeyBytes() [][]byte {
+	keys := make([][]byte, capBenchKeys)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user-%07d", i)
+	}
+	return keys
+}
+
+func capBenchSetup(b *testing.B) {
+	capBench.once.Do(func() {
+		capBench.keys = capBenchKeyBytes()
+		// One per second per key, no burst.
+		capBench.cap = mustCap(b, 0, 1, time.Second)
+		for _, k := range capBench.keys {
+			capBench.cap.ThrottleBytes(k, capStart, 1)
+		}
+		// Every key's TAT is now capStart+1s: the next round starts there.
+		capBench.now = capStart.Add(time.Second - capBenchStep)
+	})
+}
+
+// BenchmarkGCRA throttles existing keys of a Cap that tracks a million keys,
+// visiting them round-robin. In "allowed" each key comes back exactly one
+// emission interval later and is admitted (its state is written); in
+// "limited" the clock stands still and every call is refused (read only).
+func BenchmarkGCRA(b *testing.B) {
+	capBenchSetup(b)
+	c, keys := capBench.cap, capBench.keys
+	b.Run("allowed", func(b *testing.B) {
+		b.ReportAllocs()
+		i, now, refused := capBench.i, capBench.now, 0
+		for b.Loop() {
+			now = now.Add(capBenchStep)
+			if c.ThrottleBytes(keys[i], now, 1).Limited {
+				refused++
+			}
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+		capBench.i, capBench.now = i, now
+		if refused > 0 {
+			b.Fatalf("%d refused", refused)
+		}
+	})
+	b.Run("baseline-map-lookup", func(b *testing.B) {
+		// For scale on the machine at hand: a plain Go map lookup of the same
+		// keys in the same order, without any GCRA.
+		m := make(map[string]int64, len(keys))
+		for _, k := range keys {
+			m[string(k)] = 1
+		}
+		b.ReportAllocs()
+		i, sum := 0, int64(0)
+		for b.Loop() {
+			sum += m[string(keys[i])]
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+		if sum == 0 {
+			b.Fatal("no key found")
+		}
+	})
+	b.Run("random-order", func(b *testing.B) {
+		// Keys in a random order, as real traffic would send them: nothing
+		// the cap reads is in cache. The clock stands still (read only).
+		order := rand.New(rand.NewPCG(7, 8)).Perm(len(keys))
+		b.ReportAllocs()
+		i, now := 0, capBench.now
+		for b.Loop() {
+			c.ThrottleBytes(keys[order[i]], now, 1)
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+	})
+	b.Run("limited", func(b *testing.B) {
+		b.ReportAllocs()
+		i, now, allowed := 0, capBench.now, 0
+		for b.Loop() {
+			if !c.ThrottleBytes(keys[i], now, 1).Limited {
+				allowed++
+			}
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+		if allowed > 0 {
+			b.Fatalf("%d allowed", allowed)
+		}
+	})
+}
+
+// BenchmarkCapMemory inserts a million distinct keys and reports the heap
+// the cap holds per key beyond the key's own bytes (map slot, index, TAT,
+// and the size-class rounding of the key's allocation).
+func BenchmarkCapMemory(b *testing.B) {
+	keys := capBenchKeyBytes()
+	keyBytes := 0
+	for _, k := range keys {
+		keyBytes += len(k)
+	}
+	var perKey float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := mustCap(b, 2, 3, time.Hour)
+		for _, k := range keys {
+			c.ThrottleBytes(k, capStart, 1)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if c.Len() != len(keys) {
+			b.Fatalf("Len = %d", c.Len())
+		}
+		runtime.KeepAlive(c)
+		perKey = (float64(after.HeapAlloc) - float64(before.HeapAlloc) - float64(keyBytes)) / float64(len(keys))
+	}
+	b.ReportMetric(perKey, "B/key")
+	b.ReportMetric(float64(keyBytes)/float64(len(keys)), "keylen")
+}
