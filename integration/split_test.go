@@ -1,0 +1,168 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+)
+
+// The experiment split over 100,000 events through two workers: every key
+// always lands in the same variant, variant shares are within 1% of their
+// weights, and no key is in two experiments of one layer.
+func TestExperimentSplit(t *testing.T) {
+	const events = 100_000
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(t.TempDir()), broker.Partitions(12),
+		broker.SeedTopics("events"), broker.Logger(zerolog.Nop()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	now := time.Now()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`brokers: [%s]
+group: split
+topics: {input: [events], output: passed, rejected: rejected, partitions: 12}
+delivery: at-least-once
+fields: {budget: campaign, key: user, id: id}
+budgets:
+  - {name: all, target: 1e12, begin: %s, end: %s}
+layers:
+  - name: ranking
+    experiments:
+      - name: new-model
+        allocation: 30
+        variants:
+          - {name: control, weight: 1, topic: exp.control}
+          - {name: treatment, weight: 1, topic: exp.treatment}
+      - name: boost
+        start: 50
+        allocation: 20
+        variants:
+          - {name: low, weight: 3, topic: exp.low}
+          - {name: high, weight: 1, topic: exp.high}
+http: {listen: "127.0.0.1:0"}
+`, b.Addr(), now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 100,000 events over a million users (zipf: some users many times)
+	g, err := loadgen.New(loadgen.Config{Seed: 3, Users: 1_000_000, Budgets: []loadgen.Budget{{Name: "all", Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadgen.Run(ctx, pc, g, loadgen.RunConfig{Topic: "events", Count: events}); err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
+
+	wctx, stop := context.WithCancel(ctx)
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		w, _, err := consumer.FromConfig(cfg, consumer.WithLogger(zerolog.Nop()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { errs <- w.Run(wctx) }()
+	}
+
+	// read every routed event back (at-least-once: count each id once)
+	topics := []string{"passed", "exp.control", "exp.treatment", "exp.low", "exp.high", "rejected"}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	variantOf := map[string]string{}      // user -> topic
+	seen := map[string]string{}           // id -> topic
+	inExp := map[string]map[string]bool{} // user -> experiments
+	count := map[string]int{}             // events per topic
+	users := map[string]int{}             // distinct users per topic
+	for len(seen) < events && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			id, user, exp := "", string(r.Key), ""
+			for _, h := range r.Headers {
+				if h.Key == "throttler-experiment" {
+					exp = string(h.Value)
+				}
+			}
+			id = jsonField(r.Value, "id")
+			if _, dup := seen[id]; dup {
+				return
+			}
+			seen[id] = r.Topic
+			count[r.Topic]++
+			if r.Topic == "rejected" {
+				for _, h := range r.Headers {
+					if h.Key == "throttler-reason" {
+						count["reason:"+string(h.Value)]++
+					}
+				}
+				return
+			}
+			if v, ok := variantOf[user]; ok && v != r.Topic {
+				t.Errorf("user %s routed to %s and %s", user, v, r.Topic)
+			} else if !ok {
+				users[r.Topic]++
+			}
+			variantOf[user] = r.Topic
+			if exp != "" {
+				if inExp[user] == nil {
+					inExp[user] = map[string]bool{}
+				}
+				inExp[user][exp] = true
+			}
+		})
+	}
+	stop()
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}
+	if len(seen) != events {
+		t.Fatalf("read back %d of %d events", len(seen), events)
+	}
+	for user, exps := range inExp {
+		if len(exps) > 1 {
+			t.Errorf("user %s in %d experiments of one layer", user, len(exps))
+		}
+	}
+	t.Logf("events per topic: %v; users per topic: %v", count, users)
+	if count["rejected"] != 0 {
+		t.Errorf("%d events rejected, the budget lets everything through", count["rejected"])
+	}
+	// Bucketing splits keys: the share of an experiment's users in each
+	// variant is held to its weight (event shares follow the users'
+	// zipf-skewed activity).
+	check := func(a, b string, wa float64) {
+		n := users[a] + users[b]
+		if n == 0 {
+			t.Fatalf("no users in %s/%s", a, b)
+		}
+		share := float64(users[a]) / float64(n)
+		if math.Abs(share-wa) > 0.01 {
+			t.Errorf("%s share %.4f of its experiment, weight %.4f", a, share, wa)
+		}
+	}
+	check("exp.control", "exp.treatment", 0.5)
+	check("exp.low", "exp.high", 0.75)
+}
