@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/consumer"
@@ -21,6 +22,7 @@ type passthrough struct {
 	input, output string
 	delivery      consumer.Delivery
 	txnID         string
+	log           zerolog.Logger
 }
 
 // unit is the part of a client that differs between the delivery modes,
@@ -106,10 +108,17 @@ func (p passthrough) run(ctx context.Context) error {
 			once.Do(func() { produceErr = err; close(failed) })
 		}
 	}
+	var commits int
+	var endTime time.Duration
+	defer func() {
+		p.log.Debug().Int("commits", commits).Float64("seconds", endTime.Seconds()).Msg("passthrough commit time")
+	}()
 	commit := func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		defer u.allowRebalance()
+		t0 := time.Now()
+		defer func() { commits++; endTime += time.Since(t0) }()
 		if err := u.end(cctx); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
