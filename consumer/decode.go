@@ -164,7 +164,27 @@ func field(doc string, path string, at int, res []span, scanned bool) jval {
 	if scanned && at >= 0 {
 		return res[at].value(doc)
 	}
-	return fromGJSON(gjson.Get(doc, path))
+	return lookup(doc, path)
+}
+
+// lookup is gjson's lookup of path, outside field so that field inlines.
+func lookup(doc, path string) jval { return fromGJSON(gjson.Get(doc, path)) }
+
+// budgetIndex returns the index of budget name b, or -1. A few names are
+// compared one by one, faster than hashing.
+func (d *Decoder) budgetIndex(b string) int {
+	if len(d.names) <= 8 {
+		for i, n := range d.names {
+			if n == b {
+				return i
+			}
+		}
+		return -1
+	}
+	if i, ok := d.budgets[b]; ok {
+		return i
+	}
+	return -1
 }
 
 // Budgets returns the budget names, in index order.
@@ -211,8 +231,8 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 		return recErr(StageDecode, ReasonBudgetType, d.cfg.budgetPath, r.Type.String())
 	}
 	if len(d.budgets) > 0 {
-		i, ok := d.budgets[dst.Budget]
-		if !ok {
+		i := d.budgetIndex(dst.Budget)
+		if i < 0 {
 			return recErr(StageDecode, ReasonUnknownBudget, d.cfg.budgetPath, strconv.Quote(dst.Budget))
 		}
 		dst.BudgetIndex = i

@@ -151,44 +151,25 @@ func (s *scanner) value(capture, descend uint32, level int) bool {
 		return false
 	}
 	sp := span{start: s.i}
+	ok := false
 	switch c := s.b[s.i]; {
 	case c == '{':
-		if !s.object(descend, level) {
-			return false
-		}
-		sp.typ = gjson.JSON
+		ok, sp.typ = s.object(descend, level), gjson.JSON
 	case c == '[':
-		if !s.array() {
-			return false
-		}
-		sp.typ = gjson.JSON
+		ok, sp.typ = s.array(), gjson.JSON
 	case c == '"':
-		escaped, ok := s.str()
-		if !ok {
-			return false
-		}
-		sp.typ, sp.escaped = gjson.String, escaped
+		sp.escaped, ok = s.str()
+		sp.typ = gjson.String
 	case c == '-' || c >= '0' && c <= '9':
-		if !s.number() {
-			return false
-		}
-		sp.typ = gjson.Number
+		ok, sp.typ = s.number(), gjson.Number
 	case c == 't':
-		if !s.lit("true") {
-			return false
-		}
-		sp.typ = gjson.True
+		ok, sp.typ = s.lit("true"), gjson.True
 	case c == 'f':
-		if !s.lit("false") {
-			return false
-		}
-		sp.typ = gjson.False
+		ok, sp.typ = s.lit("false"), gjson.False
 	case c == 'n':
-		if !s.lit("null") {
-			return false
-		}
-		sp.typ = gjson.Null
-	default:
+		ok, sp.typ = s.lit("null"), gjson.Null
+	}
+	if !ok {
 		return false
 	}
 	if capture &^= s.got; capture != 0 {
