@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -50,7 +51,8 @@ var (
 )
 
 // outputRecord builds the record written for an event with outcome o to
-// topic. scored adds the score header.
+// topic. scored adds the score header. The record comes from a pool:
+// produce it with Worker.produceOutput, which puts it back.
 func outputRecord(e *Event, o Outcome, topic string, scored bool) *kgo.Record {
 	src := e.Record
 	n := len(src.Headers) + len(e.Headers) + 3
@@ -63,7 +65,11 @@ func outputRecord(e *Event, o Outcome, topic string, scored bool) *kgo.Record {
 	if scored {
 		n++
 	}
-	h := make([]kgo.RecordHeader, 0, n)
+	out := recordPool.Get().(*kgo.Record)
+	h := out.Headers[:0]
+	if cap(h) < n {
+		h = make([]kgo.RecordHeader, 0, n)
+	}
 	h = append(h, src.Headers...)
 	switch o {
 	case OutcomePass:
@@ -99,13 +105,27 @@ func outputRecord(e *Event, o Outcome, topic string, scored bool) *kgo.Record {
 			kgo.RecordHeader{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, src.Offset, 10)})
 	}
 	h = append(h, e.Headers...)
-	return &kgo.Record{
+	*out = kgo.Record{
 		Topic:     topic,
 		Key:       src.Key,
 		Value:     src.Value,
 		Headers:   h,
 		Timestamp: src.Timestamp,
 	}
+	return out
+}
+
+// recordPool holds output records, with their header slices, for reuse
+// once the client is done with them (releaseRecord, from the promise).
+var recordPool = sync.Pool{New: func() any { return new(kgo.Record) }}
+
+// releaseRecord returns a record of outputRecord to the pool. The client
+// must be done with it: call it from the record's promise, never before.
+func releaseRecord(r *kgo.Record) {
+	h := r.Headers
+	clear(h) // let the source records go
+	*r = kgo.Record{Headers: h[:0]}
+	recordPool.Put(r)
 }
 
 // HeaderValue returns the value of the first header named key, and whether

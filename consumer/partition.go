@@ -177,14 +177,14 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		for _, a := range e.Assignments {
 			p.counts.routed[routeKey{a.Layer, a.Experiment, a.Variant}]++
 		}
-		w.produce(outputRecord(e, o, e.Topic, w.scored))
+		w.produceOutput(outputRecord(e, o, e.Topic, w.scored))
 	case OutcomeReject:
 		if bi >= 0 {
 			p.counts.offered[bi]++
 		}
 		p.counts.rejected[rejectKey{e.RejectedBy, e.RejectReason}]++
 		if w.cfg.topics.Rejected != "" {
-			w.produce(outputRecord(e, o, w.cfg.topics.Rejected, w.scored))
+			w.produceOutput(outputRecord(e, o, w.cfg.topics.Rejected, w.scored))
 		} else {
 			p.counts.dropped++
 		}
@@ -202,7 +202,7 @@ func (p *partition) deadLetter(e *Event) {
 	p.counts.dead[e.Err.Reason]++
 	p.w.log.Debug().Str("source", p.source).Int64("offset", e.Record.Offset).
 		Str("stage", e.Err.Stage).Str("reason", string(e.Err.Reason)).Msg("dead letter")
-	p.w.produce(outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false))
+	p.w.produceOutput(outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false))
 }
 
 // processReward credits one reward record to its budget's lane.

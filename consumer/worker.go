@@ -77,6 +77,7 @@ type Worker struct {
 	prodCtx     context.Context
 	prodCancel  context.CancelFunc
 	onProduced  func(*kgo.Record, error)
+	onOutput    func(*kgo.Record, error) // onProduced, then back to the pool
 	produceErrs atomic.Int64
 	produceErr  atomic.Pointer[error]
 	fatal       atomic.Pointer[error]
@@ -147,6 +148,10 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 	}
 	w.m = newMetrics(w.reg)
 	w.onProduced = w.produced
+	w.onOutput = func(r *kgo.Record, err error) {
+		w.produced(r, err)
+		releaseRecord(r)
+	}
 	if c.listen != "" {
 		if w.http, err = NewHTTPServer(c.listen, w.reg, w); err != nil {
 			return nil, err
@@ -373,6 +378,12 @@ func (w *Worker) newSession() (session, error) {
 // produce writes r in the current unit of work.
 func (w *Worker) produce(r *kgo.Record) {
 	w.sess.client().Produce(w.prodCtx, r, w.onProduced)
+}
+
+// produceOutput writes r, a record of outputRecord, in the current unit of
+// work, and returns it to the pool once the client is done with it.
+func (w *Worker) produceOutput(r *kgo.Record) {
+	w.sess.client().Produce(w.prodCtx, r, w.onOutput)
 }
 
 func (w *Worker) produced(r *kgo.Record, err error) {
