@@ -242,9 +242,15 @@ func HTTPListen(addr string) Opt { return optFunc(func(c *cfg) { c.listen = addr
 func EnsureTopics(on bool) Opt { return optFunc(func(c *cfg) { c.ensureTopics = on }) }
 
 // ClientTuning returns the kgo options the worker puts before ClientOpts on
-// its consuming client (ClientOpts may override them): fetch and produce
-// settings chosen for throughput. Exported so that a reference client (the
-// bench's passthrough) can use the very same.
+// its consuming client (ClientOpts may override them), chosen for
+// throughput. Exported so that a reference client (the bench's
+// passthrough) can use the very same.
+//
+// FetchMaxPartitionBytes is 128 KiB instead of 1 MiB: a broker fills a
+// fetch response one partition at a time, so with 1 MiB a poll of
+// MaxPollRecords small records comes from one partition and only that
+// partition's goroutine works until the commit; 128 KiB spreads a poll
+// over several partitions, which are processed in parallel.
 func ClientTuning() []kgo.Opt {
-	return nil
+	return []kgo.Opt{kgo.FetchMaxPartitionBytes(128 << 10)}
 }
