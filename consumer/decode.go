@@ -161,14 +161,19 @@ func (d *Decoder) results(buf *[scanBuf]span) []span {
 // field returns the value at path: res[at] when the path was captured by
 // the scan, else gjson's lookup.
 func field(doc string, path string, at int, res []span, scanned bool) jval {
-	if scanned && at >= 0 {
-		return res[at].value(doc)
-	}
-	return lookup(doc, path)
+	var v jval
+	v.set(doc, path, at, res, scanned)
+	return v
 }
 
-// lookup is gjson's lookup of path, outside field so that field inlines.
-func lookup(doc, path string) jval { return fromGJSON(gjson.Get(doc, path)) }
+// set sets v to the value at path, as field returns it.
+func (v *jval) set(doc string, path string, at int, res []span, scanned bool) {
+	if scanned && at >= 0 {
+		res[at].into(doc, v)
+		return
+	}
+	*v = fromGJSON(gjson.Get(doc, path))
+}
 
 // budgetIndex returns the index of budget name b, or -1. A few names are
 // compared one by one, faster than hashing.
@@ -221,7 +226,8 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 	doc := stringOf(value)
 
 	// budget
-	r := field(doc, d.cfg.budgetPath, d.budgetAt, res, scanned)
+	var r jval
+	r.set(doc, d.cfg.budgetPath, d.budgetAt, res, scanned)
 	switch r.Type {
 	case gjson.String:
 		dst.Budget = r.Str
@@ -242,7 +248,7 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 	if d.cfg.keyPath == "" {
 		dst.Key = stringOf(key)
 	} else {
-		r = field(doc, d.cfg.keyPath, d.keyAt, res, scanned)
+		r.set(doc, d.cfg.keyPath, d.keyAt, res, scanned)
 		switch r.Type {
 		case gjson.String:
 			dst.Key = r.Str
@@ -259,7 +265,7 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 
 	// id
 	if d.cfg.idPath != "" {
-		r = field(doc, d.cfg.idPath, d.idAt, res, scanned)
+		r.set(doc, d.cfg.idPath, d.idAt, res, scanned)
 		switch r.Type {
 		case gjson.String:
 			dst.ID = r.Str
@@ -275,7 +281,8 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 	// time
 	dst.Time = ts
 	if d.cfg.timePath != "" {
-		t, reason := parseTime(field(doc, d.cfg.timePath, d.timeAt, res, scanned))
+		r.set(doc, d.cfg.timePath, d.timeAt, res, scanned)
+		t, reason := parseTime(&r)
 		if reason != "" {
 			return recErr(StageDecode, reason, d.cfg.timePath, "")
 		}
@@ -287,7 +294,7 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 // maxUnixMilli is 9999-12-31T23:59:59.999Z.
 const maxUnixMilli = 253402300799999
 
-func parseTime(r jval) (time.Time, Reason) {
+func parseTime(r *jval) (time.Time, Reason) {
 	switch r.Type {
 	case gjson.Number:
 		if !(r.Num >= 0 && r.Num <= maxUnixMilli) { // also false for NaN

@@ -167,3 +167,26 @@ func BenchmarkPipeline(b *testing.B) {
 		Run(h, e)
 	}
 }
+
+// BenchmarkProcess runs loadgen-shaped events through the standard
+// pipeline and builds the output record of every second one, as the
+// partition goroutine does, without a client.
+func BenchmarkProcess(b *testing.B) {
+	dec, err := NewDecoder([]string{"spring"}, BudgetPath("campaign"), KeyPath("user"), IDPath("id"), TimePath("ts"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := StandardPipeline(dec, nil, "out").Handler()
+	now := time.Unix(1000, 0)
+	r := &kgo.Record{Topic: "in", Partition: 3, Offset: 7, Key: []byte("user-3"),
+		Value: []byte(`{"id":"1-42","user":"user-3","campaign":"spring","score":0.6046602879796196,"ts":1795341600000}`)}
+	lanes := []Decider{&fakeDecider{every: 2}}
+	var e Event
+	b.ReportAllocs()
+	for b.Loop() {
+		e.reset(r, now, "in/3", lanes)
+		if Run(h, &e) == OutcomePass {
+			releaseRecord(outputRecord(&e, OutcomePass, e.Topic, false))
+		}
+	}
+}

@@ -83,23 +83,32 @@ func fromGJSON(r gjson.Result) jval { return jval{r.Type, r.Raw, r.Str, r.Num} }
 func (v jval) exists() bool { return v.Type != gjson.Null || v.Raw != "" }
 
 // value returns the span's value in doc, as gjson would read it.
-func (sp span) value(doc string) jval {
-	if sp.end == 0 {
-		return jval{}
-	}
-	v := jval{Type: sp.typ, Raw: doc[sp.start:sp.end]}
-	switch sp.typ {
-	case gjson.String:
-		inner := v.Raw[1 : len(v.Raw)-1]
-		if sp.escaped {
-			v.Str = unescape(bytesOf(inner))
-		} else {
-			v.Str = inner
-		}
-	case gjson.Number:
-		v.Num = parseNumber(bytesOf(v.Raw))
-	}
+func (sp span) value(doc string) (v jval) {
+	sp.into(doc, &v)
 	return v
+}
+
+// into sets *v to the span's value in doc.
+func (sp *span) into(doc string, v *jval) {
+	*v = jval{}
+	if sp.end != 0 {
+		v.Type, v.Raw = sp.typ, doc[sp.start:sp.end]
+		switch sp.typ {
+		case gjson.String:
+			v.Str = sp.text(v.Raw)
+		case gjson.Number:
+			v.Num = parseNumber(bytesOf(v.Raw))
+		}
+	}
+}
+
+// text returns the text of the string whose JSON is raw.
+func (sp span) text(raw string) string {
+	inner := raw[1 : len(raw)-1]
+	if sp.escaped {
+		return unescape(bytesOf(inner))
+	}
+	return inner
 }
 
 // scanner validates one JSON text and captures the values at its paths.
