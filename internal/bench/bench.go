@@ -31,6 +31,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -84,6 +85,9 @@ type Round struct {
 	Side    string  `json:"side"` // "pipeline" or "passthrough"
 	RPS     float64 `json:"rps"`
 	Seconds float64 `json:"seconds"`
+	// CPUMicros is the CPU time of the whole process (broker included)
+	// per record, from the start of the side to its end, in µs.
+	CPUMicros float64 `json:"cpu_us_per_record"`
 	// Passed is the fraction of records the pipeline passed (pipeline
 	// rounds only).
 	Passed float64 `json:"passed,omitempty"`
@@ -294,20 +298,31 @@ func (r *runner) observe(ctx context.Context, group string, start time.Time, fai
 
 // runSide runs side until the observer has seen every record committed,
 // then stops it.
-func (r *runner) runSide(ctx context.Context, group string, side func(context.Context) error) (rps, secs float64, err error) {
+func (r *runner) runSide(ctx context.Context, group string, side func(context.Context) error) (rps, secs, cpu float64, err error) {
 	sctx, stop := context.WithCancel(ctx)
 	failed := make(chan error, 1)
 	start := time.Now()
+	cpu0 := cpuTime()
 	go func() { failed <- side(sctx) }()
 	rps, secs, err = r.observe(ctx, group, start, failed)
+	cpu = (cpuTime() - cpu0).Seconds() * 1e6 / float64(r.c.Records)
 	stop()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if serr := <-failed; serr != nil {
-		return 0, 0, serr
+		return 0, 0, 0, serr
 	}
-	return rps, secs, nil
+	return rps, secs, cpu, nil
+}
+
+// cpuTime returns the user and system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (r *runner) passthroughRound(ctx context.Context, i int) (Round, error) {
@@ -325,8 +340,8 @@ func (r *runner) passthroughRound(ctx context.Context, i int) (Round, error) {
 		txnID:    group + "-txn",
 		log:      r.c.Log,
 	}
-	rps, secs, err := r.runSide(ctx, group, p.run)
-	return Round{Side: "passthrough", RPS: rps, Seconds: secs}, err
+	rps, secs, cpu, err := r.runSide(ctx, group, p.run)
+	return Round{Side: "passthrough", RPS: rps, Seconds: secs, CPUMicros: cpu}, err
 }
 
 func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, prof io.Writer) (Round, error) {
@@ -351,7 +366,7 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 			return Round{}, err
 		}
 	}
-	rps, secs, err := r.runSide(ctx, group, w.Run)
+	rps, secs, cpu, err := r.runSide(ctx, group, w.Run)
 	if prof != nil {
 		pprof.StopCPUProfile()
 	}
@@ -359,7 +374,7 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 		return Round{}, err
 	}
 	logCommits(r.c.Log, w)
-	return Round{Side: "pipeline", RPS: rps, Seconds: secs, Passed: passed(w) / float64(r.c.Records)}, nil
+	return Round{Side: "pipeline", RPS: rps, Seconds: secs, CPUMicros: cpu, Passed: passed(w) / float64(r.c.Records)}, nil
 }
 
 // logCommits logs, at debug level, the worker's commit count and time by
