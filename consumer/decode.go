@@ -301,6 +301,9 @@ func parseTime(r *jval) (time.Time, Reason) {
 			return time.Time{}, ReasonBadTime
 		}
 		ms := math.Floor(r.Num)
+		if ms == r.Num { // whole milliseconds, the usual case
+			return time.UnixMilli(int64(ms)), ""
+		}
 		ns := int64((r.Num - ms) * 1e6)
 		return time.UnixMilli(int64(ms)).Add(time.Duration(ns)), ""
 	case gjson.String:

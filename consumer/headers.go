@@ -105,13 +105,14 @@ func outputRecord(e *Event, o Outcome, topic string, scored bool) *kgo.Record {
 			kgo.RecordHeader{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, src.Offset, 10)})
 	}
 	h = append(h, e.Headers...)
-	*out = kgo.Record{
-		Topic:     topic,
-		Key:       src.Key,
-		Value:     src.Value,
-		Headers:   h,
-		Timestamp: src.Timestamp,
-	}
+	// Field by field: out is zero but for Headers (releaseRecord), and a
+	// whole-struct copy would pay a write barrier on every pointer slot of
+	// the record while the GC marks.
+	out.Topic = topic
+	out.Key = src.Key
+	out.Value = src.Value
+	out.Headers = h
+	out.Timestamp = src.Timestamp
 	return out
 }
 

@@ -104,9 +104,13 @@ type counts struct {
 	passed   []uint64  // by budget index
 	rewards  []float64 // by budget index
 	rejected map[rejectKey]uint64
-	dead     map[Reason]uint64
-	routed   map[routeKey]uint64
-	dropped  uint64
+	// the run of rejects with one key, not yet in rejected: a map update
+	// per event costs more than the rest of counting
+	lastReject  rejectKey
+	lastRejects uint64
+	dead        map[Reason]uint64
+	routed      map[routeKey]uint64
+	dropped     uint64
 }
 
 func newCounts(budgets int) counts {
@@ -120,8 +124,25 @@ func newCounts(budgets int) counts {
 	}
 }
 
+// reject counts one rejected event.
+func (c *counts) reject(k rejectKey) {
+	if k != c.lastReject {
+		c.foldRejects()
+		c.lastReject = k
+	}
+	c.lastRejects++
+}
+
+func (c *counts) foldRejects() {
+	if c.lastRejects > 0 {
+		c.rejected[c.lastReject] += c.lastRejects
+		c.lastRejects = 0
+	}
+}
+
 // flush adds c to the metrics and zeroes c. The partition must be idle.
 func (c *counts) flush(m *metrics, budgets []string) {
+	c.foldRejects()
 	for i, b := range budgets {
 		if c.offered[i] > 0 {
 			m.offered.WithLabelValues(b).Add(float64(c.offered[i]))

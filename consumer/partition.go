@@ -182,7 +182,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		if bi >= 0 {
 			p.counts.offered[bi]++
 		}
-		p.counts.rejected[rejectKey{e.RejectedBy, e.RejectReason}]++
+		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		if w.cfg.topics.Rejected != "" {
 			w.produceOutput(outputRecord(e, o, w.cfg.topics.Rejected, w.scored))
 		} else {

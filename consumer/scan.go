@@ -143,7 +143,9 @@ func (ps *pathSet) scanObject(value []byte, maxDepth int, out []span) bool {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
+	// Compact JSON has none: one comparison decides (every whitespace
+	// byte is at most ' ').
+	for s.i < len(s.b) && s.b[s.i] <= ' ' {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
@@ -265,7 +267,7 @@ func (s *scanner) object(mask uint32, level int) bool {
 			for m := mask; m != 0; m &= m - 1 {
 				p := trailingZeros(m)
 				segs := s.ps.segs[p]
-				if segs[level] != key {
+				if seg := segs[level]; len(seg) != len(key) || seg[0] != key[0] || seg != key {
 					continue
 				}
 				if len(segs) == level+1 {
