@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -186,20 +187,11 @@ func (s *scanner) value(capture, descend uint32, level int) bool {
 	if capture &^= s.got; capture != 0 {
 		sp.end = s.i
 		for m := capture; m != 0; m &= m - 1 {
-			s.out[trailingZeros(m)] = sp
+			s.out[bits.TrailingZeros32(m)] = sp
 		}
 		s.got |= capture
 	}
 	return true
-}
-
-func trailingZeros(m uint32) int {
-	n := 0
-	for m&1 == 0 {
-		m >>= 1
-		n++
-	}
-	return n
 }
 
 // enter enters the object or array at s.i, which ends with end; empty
@@ -265,7 +257,7 @@ func (s *scanner) object(mask uint32, level int) bool {
 				key = unescape(s.b[kstart : s.i-1])
 			}
 			for m := mask; m != 0; m &= m - 1 {
-				p := trailingZeros(m)
+				p := bits.TrailingZeros32(m)
 				segs := s.ps.segs[p]
 				if seg := segs[level]; len(seg) != len(key) || seg[0] != key[0] || seg != key {
 					continue
