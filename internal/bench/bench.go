@@ -47,7 +47,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultRecords    = 1_000_000
-	DefaultRounds     = 2
+	DefaultRounds     = 3
 	DefaultPartitions = 12
 	// roundTimeout bounds one round.
 	roundTimeout = 5 * time.Minute
