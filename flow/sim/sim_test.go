@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -40,12 +41,49 @@ var bars = map[string]map[string]bar{
 	},
 }
 
-func TestScenarioBars(t *testing.T) {
+func TestScenarioBars(t *testing.T) { checkBars(t, bars, 0) }
+
+// floors are what every one of ten more seeds of each scenario must reach
+// (different jitter draws, sync phases, scores, conversions and losses).
+// Where they are looser than the bars, the bar is missed on some seeds:
+// with 10% per-second jitter on every node, a period's end is off by up to
+// 1.3%; with 1.6% of events passing, a scored cut estimated from a few
+// thousand scores gives a precision down to 0.95.
+var floors = map[string]map[string]bar{
+	"stable":     bars["stable"],
+	"skewed":     bars["skewed"],
+	"node-loss":  bars["node-loss"],
+	"node-join":  bars["node-join"],
+	"step":       bars["step"],
+	"delay-loss": bars["delay-loss"],
+	"reward":     bars["reward"],
+	"scored": {
+		"uniform": {finalErr: 0.005, maxDev: 0.02, precision: 0.97},
+		"normal":  {finalErr: 0.005, maxDev: 0.02, precision: 0.96},
+		"expo":    {finalErr: 0.005, maxDev: 0.02, precision: 0.95},
+	},
+	"period": {"per-10s": {period: 0.015}},
+	"nested": bars["nested"],
+}
+
+func TestScenarioSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten seeds of every scenario")
+	}
+	for seed := uint64(100); seed < 110; seed++ {
+		checkBars(t, floors, seed)
+	}
+}
+
+func checkBars(t *testing.T, bars map[string]map[string]bar, seed uint64) {
 	for name, budgets := range bars {
-		t.Run(name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
 			sc, err := Load(filepath.Join("testdata", name+".yaml"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if seed != 0 {
+				sc.Seed = seed
 			}
 			res, err := Run(sc)
 			if err != nil {
@@ -69,7 +107,7 @@ func TestScenarioBars(t *testing.T) {
 				}
 				if want.precision > 0 {
 					if b.ScorePrecision == nil || *b.ScorePrecision < want.precision {
-						t.Errorf("%s: score precision %v, want ≥ %.2f", b.Name, b.ScorePrecision, want.precision)
+						t.Errorf("%s: score precision %.4f, want ≥ %.2f", b.Name, deref(b.ScorePrecision), want.precision)
 					} else {
 						t.Logf("%s: score precision %.4f", b.Name, *b.ScorePrecision)
 					}
@@ -198,4 +236,11 @@ func BenchmarkSimulateHour(b *testing.B) {
 		}
 		b.ReportMetric(float64(res.Budgets[0].Offered)/b.Elapsed().Seconds()*float64(i+1), "events/s")
 	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
