@@ -1,0 +1,162 @@
+package flow
+
+// estimate is the controller's picture of the cluster at one instant.
+type estimate struct {
+	period          int64
+	start, end      int64
+	offered, passed float64 // cluster, in the current period
+	rewards         float64
+	totalPassed     float64 // cluster, all time
+	totalRewards    float64
+	rate            float64 // cluster offered rate, events/s
+	ownRate         float64
+	peersKnown      bool
+}
+
+func (c *Controller) estimate(t int64) estimate {
+	if c.rewarm || !c.tuned {
+		c.rewarm = false
+		c.warmUntil = t + 2*int64(c.cfg.sync) + int64(c.cfg.staleAfter)
+	}
+	var e estimate
+	e.period, e.start, e.end = c.sched.period(t)
+
+	// Own lanes: exact.
+	var accOff, accPass float64
+	for _, l := range c.laneList {
+		total, in, _ := l.counts(e.period)
+		// deltas since the last look feed the own history (restored
+		// counters are not new traffic)
+		accOff += float64(total.Offered - l.seenOff)
+		accPass += float64(total.Passed - l.seenPass)
+		l.seenOff, l.seenPass, l.seenRew = total.Offered, total.Passed, total.Rewards
+		e.offered += float64(in.Offered)
+		e.passed += float64(in.Passed)
+		e.rewards += in.Rewards
+		e.totalPassed += float64(total.Passed)
+		e.totalRewards += total.Rewards
+		if c.sk != nil {
+			c.sk.merge(l.sk)
+		}
+	}
+	prevOff, prevPass := 0.0, 0.0
+	if c.hist.n > 0 {
+		newest := (c.hist.head + 63) % 64
+		prevOff, prevPass = c.hist.off[newest], c.hist.pas[newest]
+	}
+	c.hist.add(t, prevOff+accOff, prevPass+accPass)
+
+	// Own offered rate over the last sync interval (or what we have).
+	from := max(t-int64(c.cfg.sync), c.hist.oldest())
+	if from < t {
+		o0, _ := c.hist.at(from)
+		o1, _ := c.hist.at(t)
+		e.ownRate = (o1 - o0) / (float64(t-from) / 1e9)
+	}
+
+	// Peers: reported, extrapolated while fresh.
+	stale := int64(c.cfg.staleAfter)
+	knownRate, known := e.ownRate, 0
+	for _, p := range c.peerList {
+		fresh := t-p.at <= stale
+		e.totalPassed += float64(p.rep.Total.Passed)
+		e.totalRewards += p.rep.Total.Rewards
+		var base Counters
+		from := p.at
+		switch {
+		case p.rep.Period == e.period:
+			base = p.rep.InPeriod
+		case p.rep.Period < e.period:
+			from = max(p.at, e.start)
+		default:
+			continue // a clock ahead of ours: ignore until we catch up
+		}
+		e.offered += float64(base.Offered)
+		e.passed += float64(base.Passed)
+		e.rewards += base.Rewards
+		if !fresh {
+			continue
+		}
+		if p.rateKnown && p.rep.Total.Offered > 0 {
+			knownRate += p.offRate
+			known++
+		}
+		if t <= from {
+			continue
+		}
+		dt := float64(t-from) / 1e9
+		e.offered += p.offRate * dt
+		e.rewards += p.rewRate * dt
+		e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
+		passes := p.passRate * dt
+		// Peers run the same controller: their pass fraction since the
+		// report follows ours, which we know exactly.
+		if o0, p0 := c.hist.at(from); c.hist.oldest() <= from {
+			o1, p1 := c.hist.at(t)
+			if o1-o0 >= 1 {
+				passes = p.offRate * dt * (p1 - p0) / (o1 - o0)
+			}
+		}
+		e.passed += passes
+		e.totalPassed += passes * float64(t-p.at) / float64(t-from)
+	}
+	// The cluster rate is the sum of the known sources' rates. While some
+	// are not known yet (the first syncs after a start or a rebalance), or
+	// when no peer is heard at all (the exchange is down), the unknown
+	// sources are assumed to carry the average of the known ones, counting
+	// this node as holding its share of the cluster.
+	e.peersKnown = known > 0
+	e.rate = knownRate
+	own := 1.0 / c.share
+	if t < c.warmUntil || known == 0 {
+		if n := float64(known + 1); n < own {
+			e.rate = knownRate * own / n
+		}
+	}
+	return e
+}
+
+// ownHistory is a ring of the node's own cumulative counts at each tune,
+// from which the local rate and the local pass fraction over any recent
+// span are read.
+type ownHistory struct {
+	t        [64]int64
+	off, pas [64]float64
+	n, head  int
+}
+
+func (h *ownHistory) add(t int64, off, pas float64) {
+	if h.n > 0 && h.t[(h.head+63)%64] >= t {
+		i := (h.head + 63) % 64
+		h.off[i], h.pas[i] = off, pas
+		return
+	}
+	h.t[h.head], h.off[h.head], h.pas[h.head] = t, off, pas
+	h.head = (h.head + 1) % 64
+	if h.n < 64 {
+		h.n++
+	}
+}
+
+// at interpolates the counts at t (clamped to the ring's span).
+func (h *ownHistory) at(t int64) (off, pas float64) {
+	if h.n == 0 {
+		return 0, 0
+	}
+	newest := (h.head + 63) % 64
+	if t >= h.t[newest] {
+		return h.off[newest], h.pas[newest]
+	}
+	for k := 1; k < h.n; k++ {
+		i := (h.head + 63 - k) % 64
+		if h.t[i] <= t {
+			j := (i + 1) % 64
+			f := float64(t-h.t[i]) / float64(h.t[j]-h.t[i])
+			return h.off[i] + f*(h.off[j]-h.off[i]), h.pas[i] + f*(h.pas[j]-h.pas[i])
+		}
+	}
+	oldest := (h.head + 64 - h.n) % 64
+	return h.off[oldest], h.pas[oldest]
+}
+
+func (h *ownHistory) oldest() int64 { return h.t[(h.head+64-h.n)%64] }

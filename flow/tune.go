@@ -1,0 +1,208 @@
+package flow
+
+import (
+	"math"
+	"time"
+)
+
+// tuneLocked re-computes the working pass rate (and score cut) at t.
+func (c *Controller) tuneLocked(t int64, synced bool) {
+	e := c.estimate(t)
+	old := c.params.Load()
+	prm := &params{begin: old.begin, end: old.end, period: e.period}
+
+	achieved, conv, lead := e.passed, 1.0, int64(0)
+	if c.conv != nil {
+		if !c.tuned && e.totalPassed == 0 {
+			c.conv.add(t, 0, 0)
+		}
+		if synced {
+			c.conv.add(t, e.totalPassed, e.totalRewards)
+			c.conv.fit(int64(c.cfg.maxDelay))
+		}
+		if c.conv.ratio > 0 {
+			conv, lead = c.conv.ratio, c.conv.delay
+		}
+		// Rewards still to come from passes made within the delay.
+		inflight := e.totalPassed - c.conv.passedAt(t-lead)
+		if lead == 0 || inflight < 0 {
+			inflight = 0
+		}
+		achieved = e.rewards + conv*inflight
+	}
+
+	T := c.b.Target
+	endEff := e.end - c.sched.reserve
+	// Passes lead the curve they are judged on by the reward delay. Reward
+	// budgets lead by twice the delay: they aim to be done one delay early,
+	// then top up from the rewards actually seen, so that few rewards are
+	// still in flight (and uncertain) when the window closes.
+	tt := t + 2*lead
+	var q float64 // wanted cluster pass rate, per second
+	switch {
+	case achieved >= T:
+		prm.exhausted = true
+	case tt < endEff:
+		h := min(c.accel(e.start, endEff), endEff-tt)
+		goal := c.sched.ideal(tt+h, e.start, e.end)
+		if lead > 0 {
+			// Rewards in flight are random (binomial); stop the main
+			// phase two standard deviations short, and top up after.
+			inflight := T / (float64(endEff-e.start) / 1e9) * (float64(lead) / 1e9)
+			goal = min(goal, T-2*math.Sqrt(inflight))
+		}
+		q = (goal - achieved) / (float64(h) / 1e9) / conv
+	case t+lead < e.end:
+		rest := max(e.end-t-lead, int64(c.cfg.tune))
+		q = (T - achieved) / (float64(rest) / 1e9) / conv
+	default:
+		// a reward for a pass now would arrive after the window: none
+	}
+	span := float64(endEff-e.start) / 1e9
+	rate := e.rate
+	if c.sk != nil {
+		rate = c.steadyRate(t, rate)
+	}
+	if rate > 0 {
+		prm.p = clamp01(q / rate)
+		prm.nextP = clamp01(T / span / conv / rate)
+	} else {
+		// No traffic measured (a start, or lanes just opened on an idle
+		// node): lanes pass at the ideal rate until the next tune.
+		prm.cold = true
+		prm.coldRate, prm.coldBurst = c.coldRate()
+	}
+	if prm.exhausted {
+		prm.p = 0
+	}
+	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
+	if c.sk != nil {
+		c.sk.decay(math.Exp2(-float64(c.cfg.tune) / float64(c.cfg.scoreMemory)))
+		prm.cut = c.consensusCut(c.sk.upper(prm.p), t, e.period)
+		prm.nextCut = c.sk.upper(prm.nextP)
+	}
+	c.params.Store(prm)
+
+	// Seed 000's smoothed quantities, for the snapshot.
+	P := c.cfg.decay
+	ideal := 0.0
+	if e.rate > 0 {
+		ideal = clamp01(T / span / conv / e.rate)
+	}
+	instProp := c.share
+	if e.peersKnown && e.rate > 0 {
+		instProp = e.ownRate / e.rate
+	}
+	if !c.tuned {
+		c.proportion, c.idealRate = instProp, ideal
+	} else if synced {
+		c.proportion = P*c.proportion + (1-P)*instProp
+		c.idealRate = P*c.idealRate + (1-P)*ideal
+	}
+	c.tuned = true
+
+	idealNow := c.sched.ideal(t, e.start, e.end)
+	slope := T / span
+	c.snap = Snapshot{
+		Budget:          c.b.Name,
+		At:              time.Unix(0, t),
+		Period:          e.period,
+		Target:          T,
+		Ideal:           idealNow,
+		ClusterOffered:  e.offered,
+		ClusterPassed:   e.passed,
+		ClusterRewards:  e.rewards,
+		Achieved:        achieved,
+		ClusterRate:     e.rate,
+		LocalRate:       e.ownRate,
+		LocalProportion: c.proportion,
+		Conversion:      conv,
+		RewardDelay:     time.Duration(lead),
+		IdealPassRate:   c.idealRate,
+		WorkingPassRate: prm.p,
+		Cut:             prm.cut,
+		Lag:             idealNow - achieved,
+		LagTime:         time.Duration((idealNow - achieved) / slope * 1e9),
+		Exhausted:       prm.exhausted,
+	}
+}
+
+// coldRate is what each lane may pass per second while no traffic has
+// been measured: the ideal rate of the budget times this node's share,
+// split across its lanes, with a burst of two tune intervals.
+func (c *Controller) coldRate() (rate, burst float64) {
+	span := float64(c.sched.length-c.sched.reserve) / 1e9
+	rate = c.sched.target / span * c.share / float64(max(1, len(c.laneList)))
+	return rate, max(1, 2*rate*c.cfg.tune.Seconds())
+}
+
+// consensusCut averages this node's cut with the cuts its fresh peers
+// reported, weighted by how many scores each has seen: every node's sketch
+// is a sample of the same cluster traffic, and the average of the cluster's
+// estimates is far less noisy than one node's (which matters most for
+// small pass fractions, where a node sees few scores above the cut).
+func (c *Controller) consensusCut(own float64, t, period int64) float64 {
+	if math.IsInf(own, 0) {
+		return own
+	}
+	var w float64
+	for _, l := range c.laneList {
+		w += float64(l.offered.Load())
+	}
+	if w == 0 {
+		return own
+	}
+	sum, total := own*w, w
+	for _, p := range c.peerList {
+		if t-p.at > int64(c.cfg.staleAfter) || p.rep.Period != period ||
+			math.IsInf(p.rep.Cut, 0) || math.IsNaN(p.rep.Cut) || p.rep.Total.Offered == 0 {
+			continue
+		}
+		n := float64(p.rep.Total.Offered)
+		sum += p.rep.Cut * n
+		total += n
+	}
+	return sum / total
+}
+
+// steadyRate smooths the cluster rate that scored budgets divide by (over
+// about ten seconds), unless it moved by more than a quarter: random
+// fluctuations of traffic then leave the score cut where it is (the oracle
+// cut is one cut for the whole window), while a real change of regime is
+// followed at once.
+func (c *Controller) steadyRate(t int64, r float64) float64 {
+	const tau = 10 * time.Second
+	switch {
+	case c.steady <= 0 || r <= 0 || t < c.warmUntil || math.Abs(r/c.steady-1) > 0.25:
+		c.steady = r
+	case t > c.steadyAt:
+		a := 1 - math.Exp(-float64(t-c.steadyAt)/float64(tau))
+		c.steady += a * (r - c.steady)
+	}
+	c.steadyAt = t
+	return c.steady
+}
+
+// accel is the horizon over which lag or excess is made up. Scored budgets
+// take at least a tenth of the window: every change of the working rate
+// moves the score cut, and a cut that wanders lets lower scores through
+// while higher ones were turned away, so they correct small random lags
+// slowly (rate changes are still followed at once, through the cluster
+// rate).
+func (c *Controller) accel(start, endEff int64) int64 {
+	h := int64(c.cfg.accel)
+	if c.sk != nil {
+		h = max(h, (endEff-start)/10)
+	}
+	return h
+}
+
+func clamp01(x float64) float64 {
+	if !(x > 0) {
+		return 0
+	}
+	if x > 1 {
+		return 1
+	}
+	return x
+}
