@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -188,5 +189,50 @@ func BenchmarkProcess(b *testing.B) {
 		if Run(h, &e) == OutcomePass {
 			releaseRecord(outputRecord(&e, OutcomePass, e.Topic, false))
 		}
+	}
+}
+
+// TestEventReset fills every field of an Event with a non-zero value and
+// checks that reset leaves only what it must keep: the room of the
+// slices and the scan buffer.
+func TestEventReset(t *testing.T) {
+	var e Event
+	v := reflect.ValueOf(&e).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		f = reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem() // unexported too
+		switch f.Kind() {
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 4))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Struct:
+			switch x := f.Addr().Interface().(type) {
+			case *time.Time:
+				*x = time.Unix(1, 0)
+			case *Decoded:
+				*x = Decoded{Budget: "b", BudgetIndex: 3, Key: "k", ID: "i", Score: 1, Time: time.Unix(1, 0)}
+			case *flow.Verdict:
+				*x = flow.Verdict{Pass: true, Reason: flow.ReasonScore, By: "b"}
+			default:
+				t.Fatalf("field %s of type %s: teach the test to fill it", v.Type().Field(i).Name, f.Type())
+			}
+		default:
+			t.Fatalf("field %s of kind %s: teach the test to fill it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	scan := e.scan
+	r := &kgo.Record{}
+	now := time.Unix(2, 0)
+	lanes := []Decider{&fakeDecider{}}
+	e.reset(r, now, "in/0", lanes)
+	want := Event{Record: r, Now: now, Source: "in/0", Assignments: e.Assignments[:0], Headers: e.Headers[:0], lanes: lanes, scan: scan}
+	if !reflect.DeepEqual(e, want) {
+		t.Fatalf("after reset:\n%+v\nwant\n%+v", e, want)
+	}
+	if cap(e.Assignments) != 4 || cap(e.Headers) != 4 {
+		t.Errorf("reset dropped the room of the slices")
 	}
 }
