@@ -23,7 +23,7 @@ delivery mode and commit cadence; a round's rate counts the records
 committed after the group's first commit, over the time to the last one.
 
 The pipeline decodes budget=campaign, key=user, id=id, time=ts, and paces
-one window budget to pass about half of the events (sync interval 200ms,
+one window budget to pass about half of the events (sync interval 100ms,
 lag made up over the whole window, so that it settles within the run);
 rejects are dropped and counted (no rejected topic), no experiments.
 

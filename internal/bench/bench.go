@@ -19,7 +19,7 @@
 // campaign "a"), fields budget=campaign, key=user, id=id, time=ts; one
 // unscored window budget "a" paced to pass about half of the events at the
 // expected rate (see newPipeline); no rejected topic (rejects are dropped
-// and counted), no experiments; a sync interval of 200ms.
+// and counted), no experiments; a sync interval of 100ms.
 package bench
 
 import (
@@ -107,7 +107,7 @@ type Result struct {
 const (
 	inputTopic   = "bench-in"
 	budgetName   = "a"
-	syncInterval = 200 * time.Millisecond
+	syncInterval = 100 * time.Millisecond
 )
 
 // Run starts an embedded broker on a free loopback port, produces the
@@ -399,7 +399,7 @@ func logCommits(log zerolog.Logger, w *consumer.Worker) {
 // newPipeline returns the worker of a pipeline round: one window budget
 // of an hour from now whose target is half of expectRPS per second. The
 // run lasts a second or two, so the flow controller is set to settle
-// quickly: a sync interval of 200ms (its own rate is measured over one),
+// quickly: a sync interval of 100ms (its own rate is measured over one),
 // and the lag behind the ideal curve made up over the whole window rather
 // than over three sync intervals (the start-up time of the worker counts
 // as lag, which would otherwise make it pass nearly everything).
