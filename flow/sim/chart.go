@@ -54,8 +54,8 @@ func (r *Result) WriteSVG(w io.Writer) error {
 			fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", ml, ml+pw, y(pct), y(pct))
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" fill="#555">%.0f%%</text>`+"\n", ml-6, y(pct)+4, pct)
 		}
-		for k := 0; k <= 6; k++ {
-			t := tmax * float64(k) / 6
+		step := niceStep(tmax / 6)
+		for t := 0.0; t <= tmax+1e-9; t += step {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x(t), top+ph+16, fmtSeconds(t))
 		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", ml, top, pw, ph)
@@ -85,6 +85,20 @@ func achievedOf(b BudgetResult, row Row) float64 {
 		return float64(row.Rewarded)
 	}
 	return float64(row.Passed)
+}
+
+// niceStep rounds a tick step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if !(raw > 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 func fmtSeconds(t float64) string {
