@@ -12,9 +12,14 @@ type params struct {
 	begin, end int64 // events outside [begin, end) are rejected
 	period     int64 // the period p and cut were tuned for
 	p, cut     float64
-	nextP      float64 // for lanes that already entered the next period
-	nextCut    float64
-	exhausted  bool
+	// nextP is the ideal fraction without lag correction, for lanes that
+	// already entered the next period, and for every lane once until has
+	// passed without a new tune (a late tune must not let a catch-up rate
+	// run on).
+	nextP     float64
+	nextCut   float64
+	until     int64
+	exhausted bool
 	// cold: the controller has not measured any traffic yet. Lanes then
 	// pass at coldRate per second each (the ideal rate over this node's
 	// share, split across its lanes), so that a backlog met at start is

@@ -372,3 +372,27 @@ func TestColdStart(t *testing.T) {
 		t.Fatalf("at begin: rate %.1f (want 100), working pass rate %.4f (want 0.01)", s.ClusterRate, s.WorkingPassRate)
 	}
 }
+
+// A tune that comes late must not let a catch-up rate run on: past two
+// tune intervals, lanes pace at the ideal fraction.
+func TestLateTune(t *testing.T) {
+	tree := mustTree(t, []Budget{{Name: "c", Target: 1000, Begin: t0, End: at(100 * time.Second)}}) // 10/s
+	l := mustOpen(t, tree, "p0", t0).Lane("c")
+	// 100 events/s; the budget starts 10 s late in its window: far behind
+	for k := 0; k < 10; k++ {
+		now := at(10*time.Second + time.Duration(k)*100*time.Millisecond)
+		tree.Tune(now)
+		offer(l, now, 100*time.Millisecond, 10, 0)
+	}
+	last := at(11 * time.Second)
+	tree.Tune(last)
+	s := tree.Controller("c").Snapshot()
+	if s.WorkingPassRate < 0.2 {
+		t.Fatalf("working pass rate %.3f: the controller is not catching up", s.WorkingPassRate)
+	}
+	// no tune for the next 5 s: 500 events pass at the ideal 10% only
+	got := offer(l, last.Add(time.Second), 5*time.Second, 500, 0)
+	if got < 45 || got > 55 {
+		t.Fatalf("%d of 500 passed while the controller was late, want ≈50 (the ideal 10%%)", got)
+	}
+}

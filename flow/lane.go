@@ -113,11 +113,15 @@ func (l *Lane) want(t int64, score float64) Reason {
 		return ReasonEnded
 	}
 	p, cut := prm.p, prm.cut
-	if l.period.Load() != prm.period {
+	switch {
+	case l.period.Load() != prm.period:
 		// The lane entered a period the controller has not tuned for yet.
 		p, cut = prm.nextP, prm.nextCut
-	} else if prm.exhausted {
+	case prm.exhausted:
 		return ReasonExhausted
+	case t > prm.until && !prm.cold:
+		// The controller is late: pace at the ideal fraction, no catch-up.
+		p, cut = prm.nextP, prm.nextCut
 	}
 	if prm.cold {
 		// No traffic measured yet: a token bucket at the lane's share of

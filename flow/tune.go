@@ -9,7 +9,7 @@ import (
 func (c *Controller) tuneLocked(t int64, synced bool) {
 	e := c.estimate(t)
 	old := c.params.Load()
-	prm := &params{begin: old.begin, end: old.end, period: e.period}
+	prm := &params{begin: old.begin, end: old.end, period: e.period, until: t + 2*int64(c.cfg.tune)}
 
 	achieved, conv, lead := e.passed, 1.0, int64(0)
 	if c.conv != nil {
@@ -43,7 +43,10 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	case achieved >= T:
 		prm.exhausted = true
 	case tt < endEff:
-		h := min(c.accel(e.start, endEff), endEff-tt)
+		// The horizon shrinks towards the end, but never below one tune
+		// interval: a working rate must stay sane for as long as it may
+		// be in force (a tune can come late on a starved machine).
+		h := max(min(c.accel(e.start, endEff), endEff-tt), int64(c.cfg.tune))
 		goal := c.sched.ideal(tt+h, e.start, e.end)
 		if lead > 0 {
 			// Rewards in flight are random (binomial); stop the main
@@ -59,6 +62,10 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		// a reward for a pass now would arrive after the window: none
 	}
 	span := float64(endEff-e.start) / 1e9
+	// Catching up is limited to five times the ideal rate: a lag is made
+	// up over a few horizons rather than in one burst that a late tune
+	// would stretch into an overshoot.
+	q = min(q, 5*T/span/conv)
 	rate := e.rate
 	if c.sk != nil {
 		rate = c.steadyRate(t, rate)
