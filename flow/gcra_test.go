@@ -350,15 +350,75 @@ func TestCapModel(t *testing.T) {
 	}
 }
 
+// TestCapKeyBytes checks that keys of every length, around the longest key
+// a Cap stores inline and beyond, are told apart by every byte and by their
+// length, zero bytes included: each is a key of its own.
+func TestCapKeyBytes(t *testing.T) {
+	var keys []string
+	for n := range 41 {
+		for _, fill := range []byte{0, 0xff, 'a'} {
+			base := make([]byte, n)
+			for i := range base {
+				base[i] = fill
+			}
+			keys = append(keys, string(base))
+			for i := range n { // the same, but for byte i
+				k := append([]byte(nil), base...)
+				k[i] ^= 1
+				keys = append(keys, string(k))
+			}
+		}
+	}
+	distinct := map[string]bool{}
+	for _, k := range keys {
+		distinct[k] = true
+	}
+	c := mustCap(t, 0, 1, time.Hour)
+	t0 := capStart
+	for k := range distinct {
+		if r := c.Throttle(k, t0, 1); r.Limited {
+			t.Fatalf("%q: first call limited", k)
+		}
+	}
+	if c.Len() != len(distinct) {
+		t.Fatalf("Len = %d, want %d", c.Len(), len(distinct))
+	}
+	forgotten := 0
+	for k := range distinct {
+		if len(k)%2 == 0 {
+			c.Forget(k)
+			forgotten++
+		}
+	}
+	for k, tat := range c.All() {
+		if !distinct[k] || len(k)%2 == 0 || !tat.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("All yields %q at %v", k, tat)
+		}
+	}
+	for k := range distinct {
+		r := c.ThrottleBytes([]byte(k), t0, 1)
+		if want := len(k)%2 == 1; r.Limited != want {
+			t.Fatalf("%q (length %d): limited %v, want %v", k, len(k), r.Limited, want)
+		}
+	}
+	if c.Len() != len(distinct) {
+		t.Fatalf("Len = %d after forgetting %d and throttling again, want %d", c.Len(), forgotten, len(distinct))
+	}
+}
+
 func TestCapNoAllocs(t *testing.T) {
 	c := mustCap(t, 1, 1, time.Second)
 	key, now := []byte("user-42"), capStart
+	long := []byte("0123456789abcdef0123456789abcdef") // stored out of line
 	c.ThrottleBytes(key, now, 1)
+	c.ThrottleBytes(long, now, 1)
 	for name, f := range map[string]func(){
 		"ThrottleBytes allowed": func() { now = now.Add(time.Second); c.ThrottleBytes(key, now, 1) },
 		"ThrottleBytes limited": func() { c.ThrottleBytes(key, now, 5) },
 		"ThrottleBytes absent":  func() { c.ThrottleBytes([]byte("nobody"), now, 0) },
 		"Throttle allowed":      func() { now = now.Add(time.Second); c.Throttle("user-42", now, 1) },
+		"ThrottleBytes long":    func() { now = now.Add(time.Second); c.ThrottleBytes(long, now, 1) },
+		"Throttle long":         func() { now = now.Add(time.Second); c.Throttle(string(long), now, 1) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s: %v allocs per call, want 0", name, n)
@@ -551,6 +611,34 @@ func BenchmarkGCRA(b *testing.B) {
 			b.Fatal("no key found")
 		}
 	})
+	b.Run("baseline-map-random", func(b *testing.B) {
+		// The same map lookup in the random order of "random-order".
+		m := make(map[string]int64, len(keys))
+		for _, k := range keys {
+			m[string(k)] = 1
+		}
+		order := rand.New(rand.NewPCG(7, 8)).Perm(len(keys))
+		b.ReportAllocs()
+		i, sum := 0, int64(0)
+		for b.Loop() {
+			sum += m[string(keys[order[i]])]
+			if i++; i == len(keys) {
+				i = 0
+			}
+		}
+		if sum == 0 {
+			b.Fatal("no key found")
+		}
+	})
+	b.Run("random-order-allowed", func(b *testing.B) { capBenchRandomAllowed(b, keys) })
+	b.Run("random-order-allowed-32B-keys", func(b *testing.B) {
+		// The same with keys of 32 hex digits, such as UUIDs without dashes.
+		long := make([][]byte, len(keys))
+		for i := range long {
+			long[i] = fmt.Appendf(nil, "%016x%016x", uint64(i)*0x9e3779b97f4a7c15, i)
+		}
+		capBenchRandomAllowed(b, long)
+	})
 	b.Run("random-order", func(b *testing.B) {
 		// Keys in a random order, as real traffic would send them: nothing
 		// the cap reads is in cache. The clock stands still (read only).
@@ -579,6 +667,35 @@ func BenchmarkGCRA(b *testing.B) {
 			b.Fatalf("%d allowed", allowed)
 		}
 	})
+}
+
+// capBenchRandomAllowed throttles keys in a random order, other than the
+// order they were added in, each coming back one emission interval later and
+// admitted (its state written), on a Cap of its own that tracks all the
+// keys.
+func capBenchRandomAllowed(b *testing.B, keys [][]byte) {
+	c := mustCap(b, 0, 1, time.Second)
+	for _, k := range keys {
+		c.ThrottleBytes(k, capStart, 1)
+	}
+	// Every key's TAT is now capStart+1s; from then on each key comes back
+	// exactly one second (a round of all keys) after its previous call.
+	order := rand.New(rand.NewPCG(9, 10)).Perm(len(keys))
+	now := capStart.Add(time.Second)
+	b.ReportAllocs()
+	i, refused := 0, 0
+	for b.Loop() {
+		if c.ThrottleBytes(keys[order[i]], now, 1).Limited {
+			refused++
+		}
+		now = now.Add(capBenchStep)
+		if i++; i == len(keys) {
+			i = 0
+		}
+	}
+	if refused > 0 {
+		b.Fatalf("%d refused", refused)
+	}
 }
 
 // BenchmarkCapMemory inserts a million distinct keys and reports the heap
