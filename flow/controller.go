@@ -127,7 +127,6 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 		}
 		l.periodEnd = c.sched.anchor + (idx+1)*c.sched.length
 	}
-	l.coldAt, l.coldTokens = t, 1
 	c.lanes[source] = l
 	c.laneList = append(c.laneList, l)
 	c.dropPeer(source)
@@ -136,6 +135,10 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 		prm.coldRate, prm.coldBurst = c.coldRate()
 		c.params.Store(&prm)
 	}
+	// The cold bucket starts full: events of a first batch may all carry
+	// the same (or an earlier) instant than the opening.
+	_, burst := c.coldRate()
+	l.coldAt, l.coldTokens = t, burst
 	return l
 }
 

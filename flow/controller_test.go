@@ -396,3 +396,14 @@ func TestLateTune(t *testing.T) {
 		t.Fatalf("%d of 500 passed while the controller was late, want ≈50 (the ideal 10%%)", got)
 	}
 }
+
+// A first batch may carry an instant earlier than the lane's opening (the
+// batch was timed when polled): the cold bucket starts full, so a budget
+// with room passes it.
+func TestColdBatchBeforeOpen(t *testing.T) {
+	tree := mustTree(t, []Budget{{Name: "c", Target: 1e9, Begin: at(-time.Hour), End: at(time.Hour)}})
+	l := mustOpen(t, tree, "p0", at(time.Second)).Lane("c")
+	if got := offer(l, t0, 0, 1000, 0); got != 1000 {
+		t.Fatalf("%d of 1000 passed, want all (the budget has room for ~280,000 a second)", got)
+	}
+}
