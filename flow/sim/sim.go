@@ -265,15 +265,21 @@ func Run(sc *Scenario) (*Result, error) {
 	res := &Result{}
 	alive := 0
 	for t := e0; t < e0+duration; t += step {
-		// membership
-		changed := false
+		// membership: a node joins knowing the group's size, as a worker
+		// knows its share of the partitions when they are assigned
+		changed, members := false, 0
+		for _, n := range nodes {
+			if t >= n.start && t < n.stop {
+				members++
+			}
+		}
 		for _, n := range nodes {
 			should := t >= n.start && t < n.stop
 			if should != n.alive {
 				changed = true
 				n.alive = should
 				if should {
-					tree, err := flow.NewTree(fbs, opts...)
+					tree, err := flow.NewTree(fbs, append(opts, flow.PriorShare(1/float64(members)))...)
 					if err != nil {
 						return nil, fmt.Errorf("budgets: %w", err)
 					}
