@@ -85,6 +85,28 @@ type Decoded struct {
 	Time        time.Time // event time, the record timestamp when TimePath is unset
 }
 
+// clear sets d to Decoded{BudgetIndex: -1}, field by field, skipping
+// stores that change nothing: the pipeline's Decoded lives in a reused
+// Event on the heap, which Event.reset has just cleared, and a
+// whole-struct store there pays a bulk write barrier over every pointer
+// slot while the GC marks.
+func (d *Decoded) clear() {
+	if d.Budget != "" {
+		d.Budget = ""
+	}
+	d.BudgetIndex = -1
+	if d.Key != "" {
+		d.Key = ""
+	}
+	if d.ID != "" {
+		d.ID = ""
+	}
+	d.Score = 0
+	if d.Time != (time.Time{}) {
+		d.Time = time.Time{}
+	}
+}
+
 // Decoder validates record values and extracts the fields of an event. It
 // is immutable once built and safe for concurrent use. Decode and Score
 // allocate nothing for a valid record whose strings have no escapes.
@@ -210,7 +232,7 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 // decode is Decode with room for the scan's results (len(d.ps.segs)),
 // which it fills when scanned is true, for Score to use.
 func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []span) (scanned bool, err error) {
-	*dst = Decoded{BudgetIndex: -1}
+	dst.clear()
 	// One pass validates and captures the simple paths; a value it
 	// refuses is examined again the slow way for the exact reason.
 	scanned = len(value) <= d.cfg.maxBytes && d.ps.scanObject(value, d.cfg.maxDepth, res)

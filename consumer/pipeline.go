@@ -122,7 +122,8 @@ func (e *Event) reset(r *kgo.Record, now time.Time, source string, lanes []Decid
 	if e.Source != source {
 		e.Source = source
 	}
-	e.Fields = Decoded{}
+	e.Fields.clear() // then the decode stage's clear stores only numbers
+	e.Fields.BudgetIndex = 0
 	if e.Verdict != (flow.Verdict{}) {
 		e.Verdict = flow.Verdict{}
 	}

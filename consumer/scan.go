@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -278,6 +279,19 @@ func (s *scanner) object(mask uint32, level int) bool {
 		if !s.value(capture, descend, level+1) {
 			return false
 		}
+		// next's usual answers, without the call (compact JSON).
+		if s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',':
+				s.i++
+				s.ws()
+				continue
+			case '}':
+				s.i++
+				s.depth--
+				return true
+			}
+		}
 		if more, ok = s.next('}'); !ok {
 			return false
 		}
@@ -427,6 +441,13 @@ func parseNumber(b []byte) float64 {
 		if neg {
 			i = 1
 		}
+		for ; len(b)-i >= 8; i += 8 {
+			d, ok := digits8(binary.LittleEndian.Uint64(b[i:]))
+			if !ok {
+				break
+			}
+			n = n*100_000_000 + int64(d)
+		}
 		for ; i < len(b); i++ {
 			c := b[i]
 			if c < '0' || c > '9' {
@@ -446,6 +467,28 @@ func parseNumber(b []byte) float64 {
 	}
 	f, _ := strconv.ParseFloat(stringOf(b), 64)
 	return f
+}
+
+// digits8 returns the value of eight ASCII decimal digits, the first in
+// the low byte of w (a little-endian load), and whether all eight are
+// digits.
+func digits8(w uint64) (uint64, bool) {
+	const (
+		ones = 0x0101010101010101
+		high = 0xF0F0F0F0F0F0F0F0
+	)
+	// Every byte is 0x30-0x39: high nibble 3, and adding 6 carries
+	// out of no low nibble (no carry crosses bytes: each is below 0x40).
+	if w&high != 0x30*ones || (w+0x06*ones)&high != 0x30*ones {
+		return 0, false
+	}
+	w -= 0x30 * ones
+	// Pairs, quads, then all eight: at each step the more significant
+	// half is in the lower lane.
+	w = (w*10 + w>>8) & 0x00FF00FF00FF00FF
+	w = (w*100 + w>>16) & 0x0000FFFF0000FFFF
+	w = (w*10000 + w>>32) & 0xFFFFFFFF
+	return w, true
 }
 
 var negZero = func() float64 { z := 0.0; return -z }()

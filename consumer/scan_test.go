@@ -3,6 +3,7 @@ package consumer
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,29 @@ func BenchmarkScanDecode(b *testing.B) {
 	for b.Loop() {
 		if err := d.Decode(nil, v, time.Time{}, &got); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestParseNumberInts checks parseNumber's integers, whose eight-digit
+// runs are read a word at a time, against strconv.
+func TestParseNumberInts(t *testing.T) {
+	for _, s := range []string{"0", "-0", "7", "12345678", "-12345678", "123456789", "99999999",
+		"100000000", "1795341600000", "-1795341600000", "999999999999999", "-999999999999999",
+		"9999999999999999", "12345678.5", "12345678e3", "1234567890123.25", "87654321E-2",
+		"0.12345678", "-0.123456789", "1e10", "12345678901234567890"} {
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := parseNumber([]byte(s)); got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Errorf("parseNumber(%s) = %v, want %v", s, got, want)
+		}
+	}
+	for n := int64(0); n < 2_000_000_000_000; n = n*3 + 7 {
+		s := strconv.FormatInt(n, 10)
+		if got := parseNumber([]byte(s)); got != float64(n) {
+			t.Errorf("parseNumber(%s) = %v", s, got)
 		}
 	}
 }
