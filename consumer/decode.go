@@ -301,8 +301,18 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 	}
 
 	// time
-	dst.Time = ts
-	if d.cfg.timePath != "" {
+	if d.cfg.timePath == "" {
+		dst.Time = ts
+	} else {
+		// The usual value, whole Unix milliseconds, straight from the
+		// text; anything else (and every refusal) by parseTime.
+		if scanned && d.timeAt >= 0 {
+			if ms, ok := res[d.timeAt].unixMilli(doc); ok {
+				dst.Time = time.UnixMilli(ms)
+				return nil
+			}
+		}
+		dst.Time = ts // as before the field is read
 		r.set(doc, d.cfg.timePath, d.timeAt, res, scanned)
 		t, reason := parseTime(&r)
 		if reason != "" {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 	"time"
 )
 
@@ -203,4 +205,31 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("score %v", got.Score)
 		}
 	})
+}
+
+// TestUnixMilliFastPath checks that the time field's integer fast path
+// answers as parseTime does, or leaves the value to it.
+func TestUnixMilliFastPath(t *testing.T) {
+	var ps pathSet
+	ps.add("ts")
+	for _, ts := range []string{"0", "-0", "7", "1700000000123", "253402300799999", "253402300800000",
+		"999999999999999", "1000000000000000", "-5", "1.5", "1700000000123.0", "1e3", `"1"`, "null", "true"} {
+		doc := `{"ts":` + ts + `}`
+		out := make([]span, 1)
+		if !ps.scanObject([]byte(doc), 8, out) {
+			t.Fatalf("scan %s", doc)
+		}
+		ms, ok := out[0].unixMilli(doc)
+		if !ok {
+			continue
+		}
+		v := out[0].value(doc)
+		want, reason := parseTime(&v)
+		if reason != "" || !time.UnixMilli(ms).Equal(want) {
+			t.Errorf("%s: fast path %d, parseTime %v %q", ts, ms, want, reason)
+		}
+	}
+	if _, ok := (&span{typ: gjson.Number, start: 6, end: 21}).unixMilli(`{"ts":253402300800000}`); ok {
+		t.Error("beyond maxUnixMilli taken")
+	}
 }

@@ -104,6 +104,24 @@ func (sp *span) into(doc string, v *jval) {
 	}
 }
 
+// unixMilli returns the value of a captured number made of at most 15
+// digits (no sign, fraction or exponent) when it is at most
+// maxUnixMilli: what parseTime accepts as whole milliseconds, read
+// without going through a float64.
+func (sp *span) unixMilli(doc string) (int64, bool) {
+	if sp.typ != gjson.Number || sp.end == 0 || sp.end-sp.start > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range []byte(doc[sp.start:sp.end]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n <= maxUnixMilli
+}
+
 // text returns the text of the string whose JSON is raw.
 func (sp span) text(raw string) string {
 	inner := raw[1 : len(raw)-1]
