@@ -76,9 +76,10 @@ type CapResult struct {
 //
 // The zero value is not usable: create a Cap with NewCap.
 type Cap struct {
-	interval  int64 // emission interval: period/count, in nanoseconds
-	tolerance int64 // interval * limit: how far ahead of now a TAT may run
-	limit     int64 // maxBurst + 1
+	interval  int64   // emission interval: period/count, in nanoseconds
+	tolerance int64   // interval * limit: how far ahead of now a TAT may run
+	limit     int64   // maxBurst + 1
+	inverse   float64 // 1 / interval
 
 	hash      capHash
 	nextSweep int
@@ -114,6 +115,7 @@ func NewCap(maxBurst int64, count int64, period time.Duration) (*Cap, error) {
 		interval:  interval,
 		tolerance: interval * (maxBurst + 1),
 		limit:     maxBurst + 1,
+		inverse:   1 / float64(interval),
 		hash:      newCapHash(),
 	}, nil
 }
@@ -206,7 +208,15 @@ func (c *Cap) ThrottleBytes(key []byte, now time.Time, quantity int64) CapResult
 		}
 	}
 	if left := c.tolerance - reset; left > 0 {
-		remaining = left / c.interval
+		// left / interval by a multiplication (a 64-bit division costs
+		// tens of cycles); the quotient is at most limit, far below 2^52,
+		// so the float product is off by at most one, corrected here.
+		remaining = int64(float64(left) * c.inverse)
+		if remaining*c.interval > left {
+			remaining--
+		} else if (remaining+1)*c.interval <= left {
+			remaining++
+		}
 	}
 	return CapResult{limited, c.limit, remaining, time.Duration(retry), time.Duration(reset)}
 }
