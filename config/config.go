@@ -37,6 +37,8 @@ type Config struct {
 	HTTP HTTP `yaml:"http"`
 	// Log configures the worker's logs.
 	Log Log `yaml:"log"`
+	// Timeouts tune how soon a lost worker is noticed; optional.
+	Timeouts Timeouts `yaml:"timeouts"`
 
 	// lines maps field paths to the YAML lines they were read from; nil
 	// for a Config built in code.

@@ -48,4 +48,9 @@
 //	layers: []                           # experiments: see splitter.Layer
 //	http: {listen: ":9090"}              # metrics and health (default ":9090")
 //	log: {format: json, level: info}     # json or console; trace, debug, info, warn, error
+//	timeouts:                            # optional; 0 or absent: the client's default
+//	  session: 6s                        # group session (default 45s): a dead worker's partitions move after it
+//	  rebalance: 10s                     # how long a rebalance waits for members (default 60s)
+//	  heartbeat: 500ms                   # below session (default 3s)
+//	  transaction: 10s                   # above commit_interval (default 40s): how long a dead worker's open transaction blocks readers
 package config

@@ -43,6 +43,7 @@ func (c *Config) Validate() error {
 	if c.CommitInterval <= 0 {
 		v.add("commit_interval", fmt.Sprintf("must be positive, got %v", c.CommitInterval))
 	}
+	v.timeouts(c)
 	v.fields(c)
 	v.rewards(c)
 	v.budgets(c)

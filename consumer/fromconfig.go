@@ -52,6 +52,7 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 	}
 	all := []Opt{
 		ClientOpts(kgo.SeedBrokers(c.Brokers...)),
+		ClientOpts(timeoutOpts(c.Timeouts)...),
 		Group(c.Group),
 		WithTopics(Topics{
 			Input:       c.Topics.Input,
@@ -78,4 +79,22 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 		return nil, nil, err
 	}
 	return w, tree, nil
+}
+
+// timeoutOpts returns the kgo options of the timeouts that are set.
+func timeoutOpts(t config.Timeouts) []kgo.Opt {
+	var opts []kgo.Opt
+	if t.Session > 0 {
+		opts = append(opts, kgo.SessionTimeout(t.Session))
+	}
+	if t.Rebalance > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(t.Rebalance))
+	}
+	if t.Heartbeat > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(t.Heartbeat))
+	}
+	if t.Transaction > 0 {
+		opts = append(opts, kgo.TransactionTimeout(t.Transaction))
+	}
+	return opts
 }

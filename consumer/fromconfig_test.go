@@ -2,6 +2,9 @@ package consumer
 
 import (
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
 )
@@ -38,5 +41,41 @@ http:
 	v := []byte(`{"campaign":"spring","user":"u","clicks":0}`)
 	if err := w.dec.Decode(nil, v, w.cfg.now(), &d); err != nil || w.dec.Score(v, &d) != nil || d.Key != "u" {
 		t.Fatalf("%+v %v", d, err)
+	}
+}
+
+func TestFromConfigTimeouts(t *testing.T) {
+	c, err := config.Parse([]byte(`
+brokers: ["127.0.0.1:1"]
+topics: {input: [events], output: out}
+fields: {budget: campaign}
+budgets: [{name: spring, target: 100, period: 1h}]
+timeouts: {session: 6s, rebalance: 5s, heartbeat: 500ms, transaction: 7s}
+http: {listen: "127.0.0.1:0"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := FromConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(w.cfg.clientOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for opt, want := range map[string]struct {
+		fn any
+		d  time.Duration
+	}{
+		"session":     {kgo.SessionTimeout, 6 * time.Second},
+		"rebalance":   {kgo.RebalanceTimeout, 5 * time.Second},
+		"heartbeat":   {kgo.HeartbeatInterval, 500 * time.Millisecond},
+		"transaction": {kgo.TransactionTimeout, 7 * time.Second},
+	} {
+		if got := cl.OptValue(want.fn); got != want.d {
+			t.Errorf("%s timeout %v, want %v", opt, got, want.d)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,6 +47,7 @@ at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
 		path := fs.String("config", "", "config `file` (required)")
 		httpAddr := fs.String("http", "", "`host:port` of the metrics and health server, overriding http.listen")
 		connect := fs.Duration("connect-timeout", DefaultConnectTimeout, "give up when no broker answers within this `duration`")
+		txnID := fs.String("transactional-id", "", "transactional `id` of this worker (exactly-once), unique among live workers; a restarted worker that reuses its id aborts the transaction its previous run left open (default: the group and a random suffix)")
 		return func(ctx context.Context, e *env) error {
 			if *path == "" {
 				return &usageError{"flag -config is required"}
@@ -57,6 +59,13 @@ at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
 			}
 			if *connect <= 0 {
 				return badFlag("connect-timeout", "must be positive, got %v", *connect)
+			}
+			var extra []consumer.Opt
+			if *txnID != "" {
+				if strings.TrimSpace(*txnID) != *txnID || len(*txnID) > 200 {
+					return badFlag("transactional-id", "want at most 200 characters and no surrounding white space, got %q", *txnID)
+				}
+				extra = append(extra, consumer.TransactionalID(*txnID))
 			}
 			cfg, err := config.Load(*path)
 			if err == nil && *httpAddr != "" {
@@ -78,7 +87,7 @@ at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
 			if err != nil {
 				return err
 			}
-			return runWorker(ctx, log, cfg, *connect)
+			return runWorker(ctx, log, cfg, *connect, extra...)
 		}
 	},
 }
@@ -104,7 +113,7 @@ func runLogger(fs *flag.FlagSet, e *env, cfg *config.Config) (zerolog.Logger, er
 
 // runWorker reaches the brokers, creates the missing output topics and runs
 // one worker until ctx ends.
-func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, connect time.Duration) error {
+func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, connect time.Duration, opts ...consumer.Opt) error {
 	if err := waitBrokers(ctx, log, cfg.Brokers, connect); err != nil {
 		return err
 	}
@@ -117,7 +126,7 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 		}
 		return err
 	}
-	w, tree, err := consumer.FromConfig(cfg, consumer.WithLogger(log))
+	w, tree, err := consumer.FromConfig(cfg, append([]consumer.Opt{consumer.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return err
 	}

@@ -186,6 +186,9 @@ func TestRunBadConfig(t *testing.T) {
 	if code, _, stderr := runCLI(t, context.Background(), "run", "--config", cfg, "--http", "nope"); code != 2 || !strings.Contains(stderr, "flag -http") {
 		t.Errorf("bad --http: exit %d, %s", code, stderr)
 	}
+	if code, _, stderr := runCLI(t, context.Background(), "run", "--config", cfg, "--transactional-id", " w1"); code != 2 || !strings.Contains(stderr, "flag -transactional-id") {
+		t.Errorf("bad --transactional-id: exit %d, %s", code, stderr)
+	}
 }
 
 // TestRunUnreachableBroker checks that a wrong broker address is logged
