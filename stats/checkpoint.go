@@ -42,10 +42,32 @@ import (
 //	            (At, Since, Total, Period, InPeriod; see encoding.go)
 //	minor > 0:  bytes after the known fields of a body, and after the last
 //	            entry, are skipped; in 1.0 they are corrupt.
+//
+// Value, version 1.1: as 1.0, then sections until the end of the value,
+// each
+//
+//	tag       uvarint
+//	length    uvarint, then that many bytes
+//
+// Known tags (a decoder skips a section whose tag it does not know, so a
+// later feature adds a tag, not a version):
+//
+//	1  variant counts (Checkpoint.Variants): uvarint count, then per
+//	   experiment, in strictly increasing (layer, experiment) order:
+//	   layer and experiment (uvarint length 1..MaxNameLen, then the name),
+//	   then the counts as in a VariantCounts value (kinds.go)
+//
+// A 1.1 value whose sections do not end exactly at the end of the value
+// is corrupt; in a newer minor, bytes that do not parse as sections are
+// skipped (with the sections they spoil). EncodeCheckpoint writes 1.0 when there is no section, so a
+// checkpoint without variant counts keeps its 1.0 bytes. A 1.0 reader
+// skips the sections (they follow the last entry).
 
 const (
 	checkpointMajor = 1
-	checkpointMinor = 0
+	checkpointMinor = 1
+
+	sectionVariants = 1
 )
 
 // Checkpoint is the committed state of one source: the input offset it was
@@ -59,6 +81,10 @@ type Checkpoint struct {
 	// Reports holds one report per budget, sorted by budget once decoded.
 	// Their Source is Source (or empty when encoding, meaning Source).
 	Reports []flow.Report
+	// Variants holds the source's cumulative variant counts per
+	// experiment (their Source and At are not stored), sorted by layer and
+	// experiment once decoded.
+	Variants []VariantCounts
 }
 
 // Report returns the report of budget, if the checkpoint has one. Its
@@ -119,8 +145,22 @@ func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 		}
 	}
 
-	b := make([]byte, 0, 16+len(reports)*64)
-	b = append(b, checkpointMajor, checkpointMinor)
+	var sections []byte
+	if len(c.Variants) > 0 {
+		sec, err := appendVariantSection(nil, c.Source, c.Variants)
+		if err != nil {
+			return nil, err
+		}
+		sections = binary.AppendUvarint(sections, sectionVariants)
+		sections = binary.AppendUvarint(sections, uint64(len(sec)))
+		sections = append(sections, sec...)
+	}
+	minor := byte(0)
+	if len(sections) > 0 {
+		minor = 1
+	}
+	b := make([]byte, 0, 16+len(reports)*64+len(sections))
+	b = append(b, checkpointMajor, minor)
 	b = binary.AppendVarint(b, c.Offset)
 	b = binary.AppendUvarint(b, uint64(len(reports)))
 	var body []byte
@@ -131,7 +171,71 @@ func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(body)))
 		b = append(b, body...)
 	}
+	return append(b, sections...), nil
+}
+
+// appendVariantSection appends the body of a variant counts section.
+func appendVariantSection(b []byte, source string, vs []VariantCounts) ([]byte, error) {
+	vs = slices.Clone(vs)
+	cmp := func(a, b VariantCounts) int {
+		if c := strings.Compare(a.Layer, b.Layer); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Experiment, b.Experiment)
+	}
+	slices.SortFunc(vs, cmp)
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for i, v := range vs {
+		if v.Layer == "" || v.Experiment == "" || len(v.Layer) > MaxNameLen || len(v.Experiment) > MaxNameLen || (i > 0 && cmp(v, vs[i-1]) == 0) {
+			return nil, &ReportError{Budget: v.Layer + "/" + v.Experiment, Source: source, Msg: "experiment name empty, overlong or listed twice in a checkpoint"}
+		}
+		b = appendStr(b, v.Layer)
+		b = appendStr(b, v.Experiment)
+		var err error
+		if b, err = appendCounts(b, v.Layer+"/"+v.Experiment, source, v.Counts); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
+}
+
+// sections reads the sections of a 1.1 checkpoint into c.
+func (d *decoder) sections(c *Checkpoint) {
+	for d.err == nil && d.rest() > 0 {
+		tag := d.uvarint()
+		at := d.pos
+		size := d.uvarint()
+		if d.err == nil && size > uint64(d.rest()) {
+			d.fail(at, ErrCorrupt, "section length %d exceeds the %d bytes left", size, d.rest())
+		}
+		if d.err != nil {
+			return
+		}
+		sub := decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
+		d.pos += int(size)
+		if tag != sectionVariants {
+			continue // a later feature's section
+		}
+		n := sub.uvarint()
+		for i := uint64(0); i < n && sub.err == nil; i++ {
+			at := sub.pos
+			v := VariantCounts{Layer: sub.nameVar("layer"), Experiment: sub.nameVar("experiment"), Source: c.Source}
+			v.Counts = sub.counts()
+			if sub.err == nil && len(c.Variants) > 0 {
+				last := c.Variants[len(c.Variants)-1]
+				if v.Layer < last.Layer || (v.Layer == last.Layer && v.Experiment <= last.Experiment) {
+					sub.fail(at, ErrCorrupt, "experiment %s/%s out of order or repeated", v.Layer, v.Experiment)
+				}
+			}
+			c.Variants = append(c.Variants, v)
+		}
+		sub.end()
+		if sub.err != nil {
+			d.err = sub.err
+			c.Variants = nil
+			return
+		}
+	}
 }
 
 // DecodeCheckpoint parses a checkpoint value of source. The reports come
@@ -174,8 +278,19 @@ func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 		d.pos += int(size)
 		c.Reports = append(c.Reports, r)
 	}
-	if minor == 0 {
+	switch {
+	case minor == 0:
 		d.end()
+	case d.err == nil && minor == 1:
+		d.sections(&c)
+	case d.err == nil:
+		// A newer minor: its sections as far as they parse; bytes this
+		// build cannot read are skipped, as the 1.0 rule says.
+		sub := d
+		sub.sections(&c)
+		if sub.err != nil {
+			c.Variants = nil
+		}
 	}
 	if d.err != nil {
 		return Checkpoint{}, d.err

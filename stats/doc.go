@@ -13,6 +13,14 @@
 // worker reads the compacted topic from its start and, once CaughtUp, has
 // the cluster's totals. Exchange joins the two into a flow.Exchange.
 //
+// Besides reports (record kind 1) the topic carries, so that `throttler
+// status` needs nothing else: budget definitions (kind 2, BudgetDef),
+// per-source cumulative variant counts of each experiment (kind 3,
+// VariantCounts) and experiment definitions (kind 4, ExperimentDef); see
+// kinds.go. A View keeps them too (BudgetDefs, ExperimentDefs,
+// VariantTotals); a reader that knows only kind 1 skips them as an unknown
+// version.
+//
 // # Checkpoint topic
 //
 // The consumer writes, in the transaction that commits its outputs and

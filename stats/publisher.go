@@ -86,3 +86,38 @@ func (p *Publisher) Publish(ctx context.Context, cl *kgo.Client, reports []flow.
 func (p *Publisher) produceError(r flow.Report, err error) error {
 	return &ProduceError{Topic: p.topic, Budget: r.Budget, Source: r.Source, Err: err}
 }
+
+// BudgetRecord returns the record of a budget's definition (kind 2).
+func (p *Publisher) BudgetRecord(d BudgetDef) (*kgo.Record, error) {
+	k, v, err := EncodeBudgetDef(d)
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: p.topic, Key: k, Value: v}, nil
+}
+
+// VariantsRecord returns the record of one source's cumulative variant
+// counts of one experiment (kind 3).
+func (p *Publisher) VariantsRecord(vc VariantCounts) (*kgo.Record, error) {
+	k, v, err := EncodeVariantCounts(vc)
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: p.topic, Key: k, Value: v}, nil
+}
+
+// ExperimentRecord returns the record of an experiment's definition (kind
+// 4).
+func (p *Publisher) ExperimentRecord(e ExperimentDef) (*kgo.Record, error) {
+	k, v, err := EncodeExperimentDef(e)
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: p.topic, Key: k, Value: v}, nil
+}
+
+// TombstoneKey returns the record that deletes the record of key (any
+// kind; keys from BudgetKey, VariantsKey, ExperimentKey or EncodeKey).
+func (p *Publisher) TombstoneKey(key []byte) *kgo.Record {
+	return &kgo.Record{Topic: p.topic, Key: key}
+}

@@ -36,6 +36,7 @@ type View struct {
 
 	mu      sync.RWMutex
 	budgets map[string][]flow.Report // by budget, sorted by source
+	defs    definitions              // kinds 2-4 (definitions.go)
 
 	caught      chan struct{} // closed once caught up
 	caughtUp    atomic.Bool
@@ -56,11 +57,12 @@ type errBox struct{ err error }
 type viewOp struct {
 	r       flow.Report
 	deleted bool
+	other   *Record // a record of kind 2-4, else nil
 }
 
 // ViewStats are a View's counters, for the caller's metrics.
 type ViewStats struct {
-	Applied     uint64 // reports applied
+	Applied     uint64 // records applied (reports and the other kinds)
 	Deleted     uint64 // tombstones applied
 	Skipped     uint64 // records that could not be decoded
 	FetchErrors uint64 // fetch errors the client reported (it retries on its own)
@@ -277,6 +279,16 @@ func (v *View) apply(fs kgo.Fetches, track *catchUp) {
 		if rec.Attrs.IsControl() {
 			return
 		}
+		if len(rec.Key) > 0 && Kind(rec.Key[0]) != KindReport {
+			o, err := DecodeRecord(rec.Key, rec.Value)
+			if err != nil {
+				v.skipped.Add(1)
+				v.setErr(&RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err})
+				return
+			}
+			ops = append(ops, viewOp{other: &o, deleted: o.Deleted})
+			return
+		}
 		r, deleted, err := DecodeReport(rec.Key, rec.Value)
 		if err != nil {
 			v.skipped.Add(1)
@@ -292,6 +304,15 @@ func (v *View) apply(fs kgo.Fetches, track *catchUp) {
 	var applied, deleted uint64
 	v.mu.Lock()
 	for _, op := range ops {
+		if op.other != nil {
+			if op.deleted {
+				deleted++
+			} else {
+				applied++
+			}
+			v.defs.apply(op.other)
+			continue
+		}
 		rs := v.budgets[op.r.Budget]
 		i, found := searchSource(rs, op.r.Source)
 		switch {

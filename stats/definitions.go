@@ -1,0 +1,115 @@
+package stats
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// definitions holds what a View keeps of the records of kinds 2-4, under
+// the View's mutex.
+type definitions struct {
+	budgets     map[string]BudgetDef
+	experiments map[expID]ExperimentDef
+	variants    map[expID]map[string]VariantCounts // by source
+}
+
+type expID struct{ layer, experiment string }
+
+func (d *definitions) apply(r *Record) {
+	if d.budgets == nil {
+		d.budgets = map[string]BudgetDef{}
+		d.experiments = map[expID]ExperimentDef{}
+		d.variants = map[expID]map[string]VariantCounts{}
+	}
+	switch r.Kind {
+	case KindBudget:
+		if r.Deleted {
+			delete(d.budgets, r.Budget.Budget.Name)
+		} else {
+			d.budgets[r.Budget.Budget.Name] = r.Budget
+		}
+	case KindExperiment:
+		id := expID{r.Experiment.Layer, r.Experiment.Experiment}
+		if r.Deleted {
+			delete(d.experiments, id)
+		} else {
+			d.experiments[id] = r.Experiment
+		}
+	case KindVariants:
+		id := expID{r.Variants.Layer, r.Variants.Experiment}
+		bySrc := d.variants[id]
+		if r.Deleted {
+			delete(bySrc, r.Variants.Source)
+			if len(bySrc) == 0 {
+				delete(d.variants, id)
+			}
+			return
+		}
+		if bySrc == nil {
+			bySrc = map[string]VariantCounts{}
+			d.variants[id] = bySrc
+		}
+		bySrc[r.Variants.Source] = r.Variants
+	}
+}
+
+// BudgetDefs returns the newest published definition of every budget,
+// sorted by name.
+func (v *View) BudgetDefs() []BudgetDef {
+	v.mu.RLock()
+	out := values(v.defs.budgets)
+	v.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Budget.Name < out[j].Budget.Name })
+	return out
+}
+
+// ExperimentDefs returns the newest published definition of every
+// experiment, sorted by layer and experiment.
+func (v *View) ExperimentDefs() []ExperimentDef {
+	v.mu.RLock()
+	out := values(v.defs.experiments)
+	v.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if c := strings.Compare(out[i].Layer, out[j].Layer); c != 0 {
+			return c < 0
+		}
+		return out[i].Experiment < out[j].Experiment
+	})
+	return out
+}
+
+// VariantTotals returns the cluster-wide counts of one experiment's
+// variants: the newest cumulative counts of every source, summed. sources is
+// the number of sources that reported.
+func (v *View) VariantTotals(layer, experiment string) (totals map[string]uint64, sources int) {
+	totals = map[string]uint64{}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	bySrc := v.defs.variants[expID{layer, experiment}]
+	for _, vc := range bySrc {
+		for _, c := range vc.Counts {
+			totals[c.Variant] += c.Count
+		}
+	}
+	return totals, len(bySrc)
+}
+
+// VariantSources returns the newest variant counts of every source of one
+// experiment, sorted by source.
+func (v *View) VariantSources(layer, experiment string) []VariantCounts {
+	v.mu.RLock()
+	out := values(v.defs.variants[expID{layer, experiment}])
+	v.mu.RUnlock()
+	slices.SortFunc(out, func(a, b VariantCounts) int { return strings.Compare(a.Source, b.Source) })
+	return out
+}
+
+// values returns the values of m, in no particular order.
+func values[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,427 @@
+package stats
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// Record kinds of the stats topic.
+//
+// The first byte of every stats key says what the record holds; it is the
+// "key version" of encoding.go, read as a kind. Kind 1 is the budget x
+// source report (encoding.go). Kinds 2-4 let `throttler status` (and the
+// workers' SRM check) work from the stats topic alone:
+//
+//	kind 2  budget definition, one per budget
+//	        key:   2, u16 budget
+//	        value: BudgetDef (major 1, minor 0)
+//	kind 3  variant counts, one per layer x experiment x source
+//	        key:   3, u16 layer, u16 experiment, u16 source
+//	        value: VariantCounts (major 1, minor 0)
+//	kind 4  experiment definition, one per layer x experiment
+//	        key:   4, u16 layer, u16 experiment
+//	        value: ExperimentDef (major 1, minor 0)
+//
+// u16 is a name as in a kind-1 key: uint16 big-endian length (1 to
+// MaxNameLen), then the bytes. Keys are canonical (one identity, one key)
+// and nothing may follow the last name.
+//
+// Values of every kind start with a major and a minor version byte. A
+// decoder rejects another major (ErrUnknownVersion) and skips bytes that
+// follow the known fields of a newer minor; in the minor it knows, trailing
+// bytes are corrupt. A nil value is a tombstone.
+//
+// Old readers: a build that knows only kind 1 rejects a key of kind 2-4
+// with ErrUnknownVersion ("key version 2"); its View counts such records as
+// Skipped and carries on, and its flow exchange is unaffected (it reads
+// kind-1 records only). A reader that meets a kind above 4 does the same.
+//
+// Value layouts (times and floats as in encoding.go; "str" is a uvarint
+// length then the bytes, and may be empty unless stated):
+//
+//	BudgetDef 1.0:     At (time published), Target float64, Begin time,
+//	                   End time, Reserve zig-zag varint ns, Period zig-zag
+//	                   varint ns, flags byte (bit 0 rewards, bit 1 scored;
+//	                   other bits must be 0), Parent str, Origin str
+//	VariantCounts 1.0: At time, count uvarint, then count x (variant str
+//	                   non-empty, strictly increasing; n uvarint)
+//	ExperimentDef 1.0: At time, count uvarint (at least 1), then count x
+//	                   (variant str non-empty, strictly increasing;
+//	                   weight float64 positive and finite; topic str;
+//	                   limit str: the budget name of the variant's limit,
+//	                   empty for none; fallback str: "output", "rejected"
+//	                   or empty)
+
+// Kind says what a stats record holds: the first byte of its key.
+type Kind byte
+
+// Record kinds.
+const (
+	KindReport     Kind = 1 // a budget x source report (flow.Report)
+	KindBudget     Kind = 2 // a budget's definition (BudgetDef)
+	KindVariants   Kind = 3 // a source's cumulative variant counts of one experiment (VariantCounts)
+	KindExperiment Kind = 4 // an experiment's variants and weights (ExperimentDef)
+)
+
+var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition"}
+
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("kind %d", byte(k))
+}
+
+const (
+	defMajor, defMinor = 1, 0
+	flagRewards        = 1 << 0
+	flagScored         = 1 << 1
+)
+
+// BudgetDef is a budget's definition as a worker runs it: what status
+// needs to compute the ideal course of the budget without the worker's
+// configuration.
+type BudgetDef struct {
+	// Budget is the definition; Budget.Name is the record's identity.
+	Budget flow.Budget
+	// At is when it was published.
+	At time.Time
+	// Origin says who published it (a worker's id), for operators; may be
+	// empty.
+	Origin string
+}
+
+// VariantCount is the count of one variant.
+type VariantCount struct {
+	Variant string
+	Count   uint64
+}
+
+// VariantCounts are the cumulative counts of the events one source (input
+// partition) routed to each variant of one experiment: events that passed
+// their budget and were assigned to the variant, whether a variant limit
+// then sent them elsewhere or not (the assignment is what an SRM check
+// tests). Counts is sorted by variant once decoded.
+type VariantCounts struct {
+	Layer, Experiment, Source string
+	At                        time.Time
+	Counts                    []VariantCount
+}
+
+// VariantDef is one variant of an ExperimentDef.
+type VariantDef struct {
+	Name   string
+	Weight float64 // the variant's share of the experiment, as split (need not sum to 1)
+	Topic  string
+	// Limit is the budget name of the variant's limit, "" for none.
+	Limit string
+	// Fallback is where events over the limit go: "output" or
+	// "rejected"; "" when there is no limit.
+	Fallback string
+}
+
+// ExperimentDef is an experiment's variants as the splitter splits them.
+// Variants is sorted by name once decoded.
+type ExperimentDef struct {
+	Layer, Experiment string
+	At                time.Time
+	Variants          []VariantDef
+}
+
+// Record is one decoded stats record of any kind; the field of its Kind
+// is set (Report, Budget, Variants or Experiment). A tombstone has Deleted
+// set and only the identity fields of its kind.
+type Record struct {
+	Kind       Kind
+	Deleted    bool
+	Report     flow.Report
+	Budget     BudgetDef
+	Variants   VariantCounts
+	Experiment ExperimentDef
+}
+
+// DecodeRecord parses a stats record of any kind this build knows. A key of
+// another kind fails with ErrUnknownVersion.
+func DecodeRecord(key, value []byte) (Record, error) {
+	if len(key) == 0 {
+		return Record{}, &DecodeError{What: "key", Err: ErrCorrupt, Msg: "empty"}
+	}
+	rec := Record{Kind: Kind(key[0]), Deleted: value == nil}
+	var err error
+	switch rec.Kind {
+	case KindReport:
+		rec.Report, rec.Deleted, err = DecodeReport(key, value)
+	case KindBudget:
+		d := decoder{what: "key", b: key, pos: 1}
+		rec.Budget.Budget.Name = d.name16("budget")
+		d.end()
+		if err = d.err; err == nil && value != nil {
+			err = decodeBudgetDef(value, &rec.Budget)
+		}
+	case KindVariants:
+		d := decoder{what: "key", b: key, pos: 1}
+		v := &rec.Variants
+		v.Layer, v.Experiment, v.Source = d.name16("layer"), d.name16("experiment"), d.name16("source")
+		d.end()
+		if err = d.err; err == nil && value != nil {
+			err = decodeVariantCounts(value, v)
+		}
+	case KindExperiment:
+		d := decoder{what: "key", b: key, pos: 1}
+		e := &rec.Experiment
+		e.Layer, e.Experiment = d.name16("layer"), d.name16("experiment")
+		d.end()
+		if err = d.err; err == nil && value != nil {
+			err = decodeExperimentDef(value, e)
+		}
+	default:
+		err = &DecodeError{What: "key", Err: ErrUnknownVersion, Msg: fmt.Sprintf("key version %d: a record kind this build does not know", key[0])}
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// appendKey appends a key of kind k made of names.
+func appendKey(k Kind, names ...string) ([]byte, error) {
+	n := 1
+	for _, s := range names {
+		if s == "" || len(s) > MaxNameLen {
+			return nil, &ReportError{Budget: k.String(), Source: names[0], Msg: "empty name, or longer than MaxNameLen"}
+		}
+		n += 2 + len(s)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, byte(k))
+	for _, s := range names {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+		b = append(b, s...)
+	}
+	return b, nil
+}
+
+// BudgetKey returns the stats-topic key of a budget's definition.
+func BudgetKey(budget string) ([]byte, error) { return appendKey(KindBudget, budget) }
+
+// VariantsKey returns the stats-topic key of one source's variant counts
+// of one experiment.
+func VariantsKey(layer, experiment, source string) ([]byte, error) {
+	return appendKey(KindVariants, layer, experiment, source)
+}
+
+// ExperimentKey returns the stats-topic key of an experiment's definition.
+func ExperimentKey(layer, experiment string) ([]byte, error) {
+	return appendKey(KindExperiment, layer, experiment)
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendFloat(b []byte, f float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+}
+
+// EncodeBudgetDef returns the key and value of a budget definition record.
+func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
+	bd := d.Budget
+	if key, err = BudgetKey(bd.Name); err != nil {
+		return nil, nil, err
+	}
+	if len(bd.Parent) > MaxNameLen || len(d.Origin) > MaxNameLen {
+		return nil, nil, &ReportError{Budget: bd.Name, Msg: "parent or origin longer than MaxNameLen"}
+	}
+	b := make([]byte, 0, 64+len(bd.Parent)+len(d.Origin))
+	b = append(b, defMajor, defMinor)
+	b = appendTime(b, d.At)
+	b = appendFloat(b, bd.Target)
+	b = appendTime(b, bd.Begin)
+	b = appendTime(b, bd.End)
+	b = binary.AppendVarint(b, int64(bd.Reserve))
+	b = binary.AppendVarint(b, int64(bd.Period))
+	var flags byte
+	if bd.Rewards {
+		flags |= flagRewards
+	}
+	if bd.Scored {
+		flags |= flagScored
+	}
+	b = append(b, flags)
+	b = appendStr(b, bd.Parent)
+	b = appendStr(b, d.Origin)
+	return key, b, nil
+}
+
+func decodeBudgetDef(value []byte, d *BudgetDef) error {
+	dec := decoder{what: "budget definition", b: value}
+	minor := dec.version(defMajor)
+	bd := &d.Budget
+	d.At = dec.time()
+	bd.Target = dec.float64()
+	bd.Begin = dec.time()
+	bd.End = dec.time()
+	bd.Reserve = time.Duration(dec.varint())
+	bd.Period = time.Duration(dec.varint())
+	at := dec.pos
+	flags := dec.byte()
+	if dec.err == nil && flags&^(flagRewards|flagScored) != 0 {
+		dec.fail(at, ErrCorrupt, "unknown flags %#x", flags)
+	}
+	bd.Rewards, bd.Scored = flags&flagRewards != 0, flags&flagScored != 0
+	bd.Parent = dec.str("parent")
+	d.Origin = dec.str("origin")
+	if minor <= defMinor {
+		dec.end()
+	}
+	return dec.err
+}
+
+// EncodeVariantCounts returns the key and value of a variant counts
+// record. Variants must be non-empty and distinct; they are sorted.
+func EncodeVariantCounts(v VariantCounts) (key, value []byte, err error) {
+	if key, err = VariantsKey(v.Layer, v.Experiment, v.Source); err != nil {
+		return nil, nil, err
+	}
+	b := append(make([]byte, 0, 16+16*len(v.Counts)), defMajor, defMinor)
+	b = appendTime(b, v.At)
+	if b, err = appendCounts(b, v.Layer+"/"+v.Experiment, v.Source, v.Counts); err != nil {
+		return nil, nil, err
+	}
+	return key, b, nil
+}
+
+// appendCounts appends count, then (variant, n) pairs sorted by variant.
+func appendCounts(b []byte, exp, source string, counts []VariantCount) ([]byte, error) {
+	cs := slices.Clone(counts)
+	slices.SortFunc(cs, func(a, b VariantCount) int { return strings.Compare(a.Variant, b.Variant) })
+	for i, c := range cs {
+		if c.Variant == "" || len(c.Variant) > MaxNameLen || (i > 0 && c.Variant == cs[i-1].Variant) {
+			return nil, &ReportError{Budget: exp, Source: source, Msg: fmt.Sprintf("variant %q empty, overlong or listed twice", c.Variant)}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(cs)))
+	for _, c := range cs {
+		b = appendStr(b, c.Variant)
+		b = binary.AppendUvarint(b, c.Count)
+	}
+	return b, nil
+}
+
+func decodeVariantCounts(value []byte, v *VariantCounts) error {
+	d := decoder{what: "variant counts", b: value}
+	minor := d.version(defMajor)
+	v.At = d.time()
+	v.Counts = d.counts()
+	if minor <= defMinor {
+		d.end()
+	}
+	return d.err
+}
+
+// counts reads what appendCounts wrote.
+func (d *decoder) counts() []VariantCount {
+	at := d.pos
+	n := d.uvarint()
+	if d.err == nil && n > uint64(d.rest()/3) { // an entry takes at least 3 bytes
+		d.fail(at, ErrCorrupt, "%d variant counts cannot fit in %d bytes", n, d.rest())
+	}
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	out := make([]VariantCount, 0, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		at := d.pos
+		c := VariantCount{Variant: d.nameVar("variant"), Count: d.uvarint()}
+		if d.err == nil && len(out) > 0 && c.Variant <= out[len(out)-1].Variant {
+			d.fail(at, ErrCorrupt, "variant %q out of order or repeated", c.Variant)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// EncodeExperimentDef returns the key and value of an experiment
+// definition record. It needs at least one variant, distinct non-empty
+// names and positive finite weights; variants are sorted by name.
+func EncodeExperimentDef(e ExperimentDef) (key, value []byte, err error) {
+	if key, err = ExperimentKey(e.Layer, e.Experiment); err != nil {
+		return nil, nil, err
+	}
+	bad := func(msg string) error {
+		return &ReportError{Budget: e.Layer + "/" + e.Experiment, Msg: msg}
+	}
+	if len(e.Variants) == 0 {
+		return nil, nil, bad("experiment definition without variants")
+	}
+	vs := slices.Clone(e.Variants)
+	slices.SortFunc(vs, func(a, b VariantDef) int { return strings.Compare(a.Name, b.Name) })
+	b := append(make([]byte, 0, 16+32*len(vs)), defMajor, defMinor)
+	b = appendTime(b, e.At)
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for i, v := range vs {
+		switch {
+		case v.Name == "" || len(v.Name) > MaxNameLen || (i > 0 && v.Name == vs[i-1].Name):
+			return nil, nil, bad(fmt.Sprintf("variant %q empty, overlong or listed twice", v.Name))
+		case !(v.Weight > 0) || math.IsInf(v.Weight, 0):
+			return nil, nil, bad(fmt.Sprintf("variant %q weight %v is not positive and finite", v.Name, v.Weight))
+		case len(v.Topic) > MaxNameLen || len(v.Limit) > MaxNameLen || len(v.Fallback) > MaxNameLen:
+			return nil, nil, bad(fmt.Sprintf("variant %q topic, limit or fallback longer than MaxNameLen", v.Name))
+		}
+		b = appendStr(b, v.Name)
+		b = appendFloat(b, v.Weight)
+		b = appendStr(b, v.Topic)
+		b = appendStr(b, v.Limit)
+		b = appendStr(b, v.Fallback)
+	}
+	return key, b, nil
+}
+
+func decodeExperimentDef(value []byte, e *ExperimentDef) error {
+	d := decoder{what: "experiment definition", b: value}
+	minor := d.version(defMajor)
+	e.At = d.time()
+	at := d.pos
+	n := d.uvarint()
+	if d.err == nil && (n == 0 || n > uint64(d.rest()/12)) { // a variant takes at least 12 bytes
+		d.fail(at, ErrCorrupt, "%d variants cannot fit in %d bytes", n, d.rest())
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		at := d.pos
+		v := VariantDef{Name: d.nameVar("variant"), Weight: d.float64(), Topic: d.str("topic"), Limit: d.str("limit"), Fallback: d.str("fallback")}
+		switch {
+		case d.err != nil:
+		case len(e.Variants) > 0 && v.Name <= e.Variants[len(e.Variants)-1].Name:
+			d.fail(at, ErrCorrupt, "variant %q out of order or repeated", v.Name)
+		case !(v.Weight > 0) || math.IsInf(v.Weight, 0):
+			d.fail(at, ErrCorrupt, "variant %q weight %v is not positive and finite", v.Name, v.Weight)
+		}
+		e.Variants = append(e.Variants, v)
+	}
+	if minor <= defMinor {
+		d.end()
+	}
+	return d.err
+}
+
+// str reads a uvarint-length-prefixed string that may be empty, at most
+// MaxNameLen bytes.
+func (d *decoder) str(field string) string {
+	at := d.pos
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > MaxNameLen {
+		d.fail(at, ErrCorrupt, "%s length %d out of range", field, n)
+		return ""
+	}
+	return string(d.bytes(int(n)))
+}

@@ -1,0 +1,304 @@
+package stats
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+func sampleDefs() (BudgetDef, VariantCounts, ExperimentDef) {
+	bd := BudgetDef{
+		Budget: flow.Budget{Name: "spring", Target: 6000, Begin: t1, End: t0, Reserve: time.Second, Parent: "brand", Scored: true},
+		At:     t0, Origin: "worker-1",
+	}
+	vc := VariantCounts{Layer: "ui", Experiment: "checkout", Source: "events/3", At: t0,
+		Counts: []VariantCount{{"treatment", 51}, {"control", 49}}}
+	ed := ExperimentDef{Layer: "ui", Experiment: "checkout", At: t0, Variants: []VariantDef{
+		{Name: "treatment", Weight: 0.5, Topic: "exp-t", Limit: "variant:ui/checkout/treatment", Fallback: "output"},
+		{Name: "control", Weight: 0.5, Topic: "exp-c"},
+	}}
+	return bd, vc, ed
+}
+
+func TestKindsRoundTrip(t *testing.T) {
+	bd, vc, ed := sampleDefs()
+	pub, _ := NewPublisher("stats")
+	recs := make([]*kgo.Record, 0, 3)
+	for _, f := range []func() (*kgo.Record, error){
+		func() (*kgo.Record, error) { return pub.BudgetRecord(bd) },
+		func() (*kgo.Record, error) { return pub.VariantsRecord(vc) },
+		func() (*kgo.Record, error) { return pub.ExperimentRecord(ed) },
+	} {
+		r, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+
+	got, err := DecodeRecord(recs[0].Key, recs[0].Value)
+	if err != nil || got.Kind != KindBudget || got.Deleted {
+		t.Fatalf("budget: %+v, %v", got, err)
+	}
+	if g := got.Budget; !reflect.DeepEqual(g.Budget, bd.Budget) || !g.At.Equal(bd.At) || g.Origin != bd.Origin {
+		t.Fatalf("budget def = %+v, want %+v", g, bd)
+	}
+
+	got, err = DecodeRecord(recs[1].Key, recs[1].Value)
+	if err != nil || got.Kind != KindVariants {
+		t.Fatalf("variants: %+v, %v", got, err)
+	}
+	wantCounts := []VariantCount{{"control", 49}, {"treatment", 51}} // sorted
+	if g := got.Variants; g.Layer != "ui" || g.Experiment != "checkout" || g.Source != "events/3" || !g.At.Equal(t0) || !reflect.DeepEqual(g.Counts, wantCounts) {
+		t.Fatalf("variant counts = %+v", g)
+	}
+
+	got, err = DecodeRecord(recs[2].Key, recs[2].Value)
+	if err != nil || got.Kind != KindExperiment {
+		t.Fatalf("experiment: %+v, %v", got, err)
+	}
+	wantVs := []VariantDef{ed.Variants[1], ed.Variants[0]}
+	if g := got.Experiment; g.Layer != "ui" || g.Experiment != "checkout" || !reflect.DeepEqual(g.Variants, wantVs) {
+		t.Fatalf("experiment def = %+v", g)
+	}
+
+	// Tombstones carry the identity only.
+	got, err = DecodeRecord(recs[1].Key, nil)
+	if err != nil || !got.Deleted || got.Variants.Source != "events/3" || got.Variants.Counts != nil {
+		t.Fatalf("tombstone: %+v, %v", got, err)
+	}
+
+	// A newer minor version's trailing fields are skipped; in 1.0 they are
+	// corrupt.
+	for i, r := range recs {
+		v := append([]byte(nil), r.Value...)
+		v = append(v, 0xff)
+		if _, err := DecodeRecord(r.Key, v); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("record %d: 1.0 with a trailing byte: err = %v", i, err)
+		}
+		v[1] = 1
+		if _, err := DecodeRecord(r.Key, v); err != nil {
+			t.Errorf("record %d: 1.1 with a trailing byte: err = %v", i, err)
+		}
+		v[0] = 2
+		if _, err := DecodeRecord(r.Key, v); !errors.Is(err, ErrUnknownVersion) {
+			t.Errorf("record %d: major 2: err = %v", i, err)
+		}
+	}
+}
+
+// TestKindLayouts pins the key layouts and the start of each value: a
+// change needs a new kind or version.
+func TestKindLayouts(t *testing.T) {
+	k, _ := BudgetKey("b")
+	if !bytes.Equal(k, []byte("\x02\x00\x01b")) {
+		t.Fatalf("budget key = %q", k)
+	}
+	k, _ = VariantsKey("l", "e", "s/1")
+	if !bytes.Equal(k, []byte("\x03\x00\x01l\x00\x01e\x00\x03s/1")) {
+		t.Fatalf("variants key = %q", k)
+	}
+	k, _ = ExperimentKey("l", "e")
+	if !bytes.Equal(k, []byte("\x04\x00\x01l\x00\x01e")) {
+		t.Fatalf("experiment key = %q", k)
+	}
+	_, v, _ := EncodeVariantCounts(VariantCounts{Layer: "l", Experiment: "e", Source: "s", At: time.Unix(1, 2),
+		Counts: []VariantCount{{"b", 300}, {"a", 1}}})
+	want := []byte{1, 0, 2, 2, 2, 1, 'a', 1, 1, 'b', 0xac, 0x02}
+	if !bytes.Equal(v, want) {
+		t.Fatalf("variant counts value = %x, want %x", v, want)
+	}
+}
+
+// TestOldReadersRejectNewKinds: DecodeReport, which is all a build that
+// knows only kind 1 has, rejects the new kinds as an unknown version, and
+// DecodeRecord rejects kinds above 4 the same way.
+func TestOldReadersRejectNewKinds(t *testing.T) {
+	bd, _, _ := sampleDefs()
+	k, v, _ := EncodeBudgetDef(bd)
+	if _, _, err := DecodeReport(k, v); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("DecodeReport of a budget definition: err = %v", err)
+	}
+	if _, err := DecodeRecord([]byte{9, 0, 1, 'x'}, []byte{1, 0}); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("kind 9: err = %v", err)
+	}
+}
+
+func TestKindsRejectBadInput(t *testing.T) {
+	_, vc, ed := sampleDefs()
+	vc.Counts = append(vc.Counts, VariantCount{"control", 1})
+	if _, _, err := EncodeVariantCounts(vc); !errors.Is(err, ErrInvalidReport) {
+		t.Fatalf("variant twice: err = %v", err)
+	}
+	ed.Variants[0].Weight = 0
+	if _, _, err := EncodeExperimentDef(ed); !errors.Is(err, ErrInvalidReport) {
+		t.Fatalf("zero weight: err = %v", err)
+	}
+	if _, err := BudgetKey(""); !errors.Is(err, ErrInvalidReport) {
+		t.Fatalf("empty name: err = %v", err)
+	}
+	// Truncations of valid values never decode, and never panic.
+	bd, vc2, ed2 := sampleDefs()
+	r1, _ := (&Publisher{topic: "s"}).BudgetRecord(bd)
+	r2, _ := (&Publisher{topic: "s"}).VariantsRecord(vc2)
+	r3, _ := (&Publisher{topic: "s"}).ExperimentRecord(ed2)
+	for _, r := range []*kgo.Record{r1, r2, r3} {
+		for n := 0; n < len(r.Value); n++ {
+			if _, err := DecodeRecord(r.Key, r.Value[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%q truncated to %d: err = %v", r.Key, n, err)
+			}
+		}
+		for n := 1; n < len(r.Key); n++ {
+			if _, err := DecodeRecord(r.Key[:n], r.Value); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("key %q truncated to %d: err = %v", r.Key, n, err)
+			}
+		}
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	bd, vc, ed := sampleDefs()
+	for _, enc := range []func() ([]byte, []byte, error){
+		func() ([]byte, []byte, error) { return EncodeBudgetDef(bd) },
+		func() ([]byte, []byte, error) { return EncodeVariantCounts(vc) },
+		func() ([]byte, []byte, error) { return EncodeExperimentDef(ed) },
+	} {
+		k, v, _ := enc()
+		f.Add(k, v)
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		r, err := DecodeRecord(key, value)
+		if err != nil || r.Deleted {
+			return
+		}
+		// What decodes re-encodes to a value that decodes to the same.
+		var k2, v2 []byte
+		switch r.Kind {
+		case KindBudget:
+			k2, v2, err = EncodeBudgetDef(r.Budget)
+		case KindVariants:
+			k2, v2, err = EncodeVariantCounts(r.Variants)
+		case KindExperiment:
+			k2, v2, err = EncodeExperimentDef(r.Experiment)
+		default:
+			return
+		}
+		if err != nil {
+			return // e.g. an origin name that decodes but is not a valid identity
+		}
+		r2, err := DecodeRecord(k2, v2)
+		if err != nil || !reflect.DeepEqual(r2, r) && r.Kind != KindBudget {
+			t.Fatalf("re-encoded %+v: %+v, %v", r, r2, err)
+		}
+	})
+}
+
+func TestCheckpointVariants(t *testing.T) {
+	c := checkpointOf("events/3", 77, 10)
+	plain, _ := EncodeCheckpoint(c)
+	if plain[1] != 0 {
+		t.Fatalf("a checkpoint without variants is written as 1.%d, want 1.0", plain[1])
+	}
+	c.Variants = []VariantCounts{
+		{Layer: "ui", Experiment: "z", Counts: []VariantCount{{"b", 2}, {"a", 1}}},
+		{Layer: "ui", Experiment: "a", Counts: []VariantCount{{"x", 1 << 40}}},
+	}
+	v, err := EncodeCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v[1] != 1 || !bytes.HasPrefix(v[2:], plain[2:]) {
+		t.Fatalf("1.1 checkpoint does not extend the 1.0 bytes: %x vs %x", v, plain)
+	}
+	got, err := DecodeCheckpoint("events/3", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []VariantCounts{
+		{Layer: "ui", Experiment: "a", Source: "events/3", Counts: []VariantCount{{"x", 1 << 40}}},
+		{Layer: "ui", Experiment: "z", Source: "events/3", Counts: []VariantCount{{"a", 1}, {"b", 2}}},
+	}
+	if !reflect.DeepEqual(got.Variants, want) || got.Offset != 77 || len(got.Reports) != 2 {
+		t.Fatalf("decoded %+v", got)
+	}
+
+	// An unknown section is skipped; a section overrunning the value is
+	// corrupt.
+	more := append(append([]byte(nil), v...), 7, 2, 0xaa, 0xbb)
+	if got, err := DecodeCheckpoint("events/3", more); err != nil || !reflect.DeepEqual(got.Variants, want) {
+		t.Fatalf("unknown section: %+v, %v", got, err)
+	}
+	bad := append(append([]byte(nil), v...), 7, 9, 0xaa)
+	if _, err := DecodeCheckpoint("events/3", bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("overrunning section: err = %v", err)
+	}
+
+	// Experiments listed twice are refused.
+	c.Variants = append(c.Variants, c.Variants[0])
+	if _, err := EncodeCheckpoint(c); !errors.Is(err, ErrInvalidReport) {
+		t.Fatalf("experiment twice: err = %v", err)
+	}
+}
+
+// TestViewKinds: a View keeps definitions and variant counts beside the
+// reports, sums variant counts over sources, applies tombstones, and its
+// flow view (reports) is unaffected.
+func TestViewKinds(t *testing.T) {
+	_, conn := newCluster(t)
+	ensure(t, conn, StatsTopic("stats", 3))
+	pub, _ := NewPublisher("stats")
+	bd, vc, ed := sampleDefs()
+	vc2 := vc
+	vc2.Source = "events/4"
+	vc2.Counts = []VariantCount{{"control", 1000}}
+	rec := func(r *kgo.Record, err error) *kgo.Record {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	reports, _ := pub.Records([]flow.Report{{Budget: "spring", Source: "events/3", Total: flow.Counters{Passed: 5}}})
+	cl := newClient(t, conn)
+	produceSync(t, cl, reports[0],
+		rec(pub.BudgetRecord(bd)), rec(pub.VariantsRecord(vc)), rec(pub.VariantsRecord(vc2)), rec(pub.ExperimentRecord(ed)),
+		&kgo.Record{Topic: "stats", Key: []byte{9, 0, 1, 'x'}, Value: []byte{1, 0}}, // a future kind
+	)
+	v := newView(t, conn, "stats")
+	if err := v.WaitCaughtUp(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.Stats(); st.Applied != 5 || st.Skipped != 1 || !errors.Is(st.LastError, ErrUnknownVersion) {
+		t.Fatalf("stats = %+v", st)
+	}
+	if r, ok := v.Report("spring", "events/3"); !ok || r.Total.Passed != 5 {
+		t.Fatalf("report = %+v, %v", r, ok)
+	}
+	if ds := v.BudgetDefs(); len(ds) != 1 || ds[0].Budget.Target != 6000 || ds[0].Budget.Parent != "brand" {
+		t.Fatalf("budget defs = %+v", ds)
+	}
+	if es := v.ExperimentDefs(); len(es) != 1 || len(es[0].Variants) != 2 {
+		t.Fatalf("experiment defs = %+v", es)
+	}
+	totals, n := v.VariantTotals("ui", "checkout")
+	if n != 2 || totals["control"] != 1049 || totals["treatment"] != 51 {
+		t.Fatalf("totals = %v over %d sources", totals, n)
+	}
+	if ss := v.VariantSources("ui", "checkout"); len(ss) != 2 || ss[0].Source != "events/3" {
+		t.Fatalf("sources = %+v", ss)
+	}
+
+	k, _ := VariantsKey("ui", "checkout", "events/4")
+	bk, _ := BudgetKey("spring")
+	produceSync(t, cl, pub.TombstoneKey(k), pub.TombstoneKey(bk))
+	waitFor(t, "tombstones applied", func() bool {
+		totals, n := v.VariantTotals("ui", "checkout")
+		return n == 1 && totals["control"] == 49 && len(v.BudgetDefs()) == 0
+	})
+}
