@@ -13,6 +13,9 @@ import (
 type Config struct {
 	// Brokers are the seed brokers, host:port each. Required.
 	Brokers []string `yaml:"brokers"`
+	// Security configures TLS and SASL for every Kafka connection.
+	// Default: plaintext, no authentication.
+	Security Security `yaml:"security"`
 	// Group is the consumer group of the workers. Default "throttler".
 	Group string `yaml:"group"`
 	// Topics names every topic the worker reads and writes.

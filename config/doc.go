@@ -10,6 +10,18 @@
 // A complete file, with the defaults of the optional fields:
 //
 //	brokers: [127.0.0.1:9092]            # required, host:port each
+//	security:                            # optional: TLS and SASL for every Kafka connection
+//	  tls:
+//	    enabled: true                      # default false; any other tls field turns it on too
+//	    ca_file: ca.pem                    # default: the system's roots
+//	    cert_file: client.pem              # client certificate and key, both or neither
+//	    key_file: client.key
+//	    server_name: kafka.example.com     # default: the dialled host
+//	    insecure_skip_verify: false        # tests only
+//	  sasl:
+//	    mechanism: SCRAM-SHA-512           # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+//	    username: throttler
+//	    password_file: /run/secrets/kafka  # or password: …, or password_env: VAR (exactly one)
 //	group: throttler                     # consumer group (default "throttler")
 //	topics:
 //	  input: [events]                    # required, one or more

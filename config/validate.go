@@ -28,6 +28,9 @@ import (
 func (c *Config) Validate() error {
 	v := &checker{lines: c.lines}
 	v.brokers(c.Brokers)
+	for _, p := range c.Security.Check() {
+		v.add("security."+p.Field, p.Reason)
+	}
 	if strings.TrimSpace(c.Group) == "" {
 		v.add("group", "must not be empty")
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/splitter"
 )
 
@@ -50,8 +51,12 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 	if rewardBudget == "" {
 		rewardBudget = DefaultBudgetPath
 	}
+	conn, err := kafkaconn.FromConfig(c)
+	if err != nil {
+		return nil, nil, &ConfigError{Option: "security", Reason: err.Error()}
+	}
 	all := []Opt{
-		ClientOpts(kgo.SeedBrokers(c.Brokers...)),
+		ClientOpts(conn...),
 		ClientOpts(timeoutOpts(c.Timeouts)...),
 		Group(c.Group),
 		WithTopics(Topics{

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -28,6 +29,9 @@ var (
 
 // shutdownTimeout bounds the final commit and leaving the group.
 const shutdownTimeout = 30 * time.Second
+
+// connCheckTimeout bounds Run's first contact with the brokers.
+const connCheckTimeout = 10 * time.Second
 
 type topicPartition struct {
 	topic     string
@@ -249,6 +253,11 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 	}
 
+	// Rejected credentials or a TLS mismatch would otherwise show up as
+	// clients retrying EOFs forever.
+	if err := kafkaconn.Check(ctx, w.cfg.clientOpts, connCheckTimeout); kafkaconn.Fatal(err) {
+		return err
+	}
 	if w.cfg.ensureTopics {
 		if err := w.ensureTopics(ctx); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -21,13 +22,20 @@ the broker answers; logs go to stderr.
 With -data-dir the broker keeps its topics, records, groups and
 transactions on disk and reloads them on the next start; without it
 everything stays in memory. Compacted topics are compacted every
--compaction-interval.`,
+-compaction-interval.
+
+-sasl-user turns SASL on (clients must authenticate as one of the users
+given); -tls-cert and -tls-key make the listener accept TLS only.`,
 	setup: func(fs *flag.FlagSet) action {
 		addr := fs.String("addr", broker.DefaultAddr, "`host:port` to listen on; port 0 picks a free port")
 		adv := fs.String("advertise", "", "`host[:port]` clients are told to connect to (default: the listening address, 127.0.0.1 for a wildcard host)")
 		dir := fs.String("data-dir", "", "`directory` to persist the broker's state in (default: memory only)")
 		parts := fs.Int("partitions", broker.DefaultPartitions, "partition `count` of seed topics and of topics created with the default count")
 		seeds := listFlag(fs, "seed-topics", nil, "comma-separated `topics` to create on start if missing")
+		var users saslUsersFlag
+		fs.Var(&users, "sasl-user", "turn SASL on and accept `MECHANISM:USER:PASSWORD` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); repeat for more users")
+		tlsCert := fs.String("tls-cert", "", "accept TLS connections only, with this PEM certificate `file` (with -tls-key)")
+		tlsKey := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")
 		compaction := fs.Duration("compaction-interval", broker.DefaultCompactionInterval, "how often compacted topics are compacted (log.cleaner.backoff.ms)")
 		return func(ctx context.Context, e *env) error {
 			host, _, err := net.SplitHostPort(*addr)
@@ -39,6 +47,12 @@ everything stays in memory. Compacted topics are compacted every
 			}
 			if *compaction < time.Millisecond {
 				return badFlag("compaction-interval", "must be at least 1ms, got %v", *compaction)
+			}
+			if (*tlsCert == "") != (*tlsKey == "") {
+				if *tlsCert == "" {
+					return badFlag("tls-cert", "must be set with -tls-key")
+				}
+				return badFlag("tls-key", "must be set with -tls-cert")
 			}
 			opts := []broker.Opt{
 				broker.Addr(*addr),
@@ -55,7 +69,16 @@ everything stays in memory. Compacted topics are compacted every
 			if *dir != "" {
 				opts = append(opts, broker.DataDir(*dir))
 			}
+			if len(users) > 0 {
+				opts = append(opts, broker.Users(users...))
+			}
+			if *tlsCert != "" {
+				opts = append(opts, broker.TLS(*tlsCert, *tlsKey))
+			}
 			b, err := broker.Start(ctx, opts...)
+			if errors.Is(err, broker.ErrOptions) {
+				return &usageError{err.Error()}
+			}
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 -duration or -count, or on SIGINT; then prints a JSON summary on stdout:
 {"produced":N,"seconds":S,"rate":R}.`,
 	setup: func(fs *flag.FlagSet) action {
-		brokers := listFlag(fs, "brokers", []string{"127.0.0.1:9092"}, "comma-separated seed `brokers` (default 127.0.0.1:9092)")
+		kf := addKafkaFlags(fs, "127.0.0.1:9092")
 		topic := fs.String("topic", "events", "`topic` to produce to")
 		rate := fs.Float64("rate", 1000, "target `rate` in events per second; 0 means as fast as possible")
 		duration := fs.Duration("duration", 0, "stop after this long (default: no limit)")
@@ -65,18 +65,25 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 			case *topic == "":
 				return badFlag("topic", "must not be empty")
 			}
+			opts, err := kf.opts()
+			if err != nil {
+				return err
+			}
 			g, err := loadgen.New(loadgen.Config{Seed: *seed, Users: *users, Skew: *skew, Budgets: budgets})
 			if err != nil {
 				return &usageError{err.Error()}
 			}
 
+			if err := checkFatal(ctx, opts); err != nil {
+				return err
+			}
 			setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
-			err = broker.EnsureTopics(setupCtx, *brokers, int32(*parts), nil, *topic)
+			err = broker.EnsureTopicsOpts(setupCtx, opts, int32(*parts), nil, *topic)
 			cancel()
 			if err != nil {
-				return fmt.Errorf("topic %s on %v: %w", *topic, *brokers, err)
+				return fmt.Errorf("topic %s on %v: %w", *topic, *kf.brokers, err)
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers...))
+			cl, err := kgo.NewClient(opts...)
 			if err != nil {
 				return err
 			}

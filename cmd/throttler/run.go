@@ -17,6 +17,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/internal/logx"
 )
 
@@ -114,13 +115,17 @@ func runLogger(fs *flag.FlagSet, e *env, cfg *config.Config) (zerolog.Logger, er
 // runWorker reaches the brokers, creates the missing output topics and runs
 // one worker until ctx ends.
 func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, connect time.Duration, opts ...consumer.Opt) error {
-	if err := waitBrokers(ctx, log, cfg.Brokers, connect); err != nil {
+	conn, err := kafkaconn.FromConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("security.%w", err)
+	}
+	if err := waitBrokers(ctx, log, conn, cfg.Brokers, connect); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return nil // interrupted while connecting
 	}
-	if err := ensureOutputTopics(ctx, cfg, connect); err != nil {
+	if err := ensureOutputTopics(ctx, cfg, conn, connect); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -153,22 +158,19 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 	return nil
 }
 
-// waitBrokers pings the brokers until one answers, ctx ends (nil: the
-// caller checks ctx) or timeout passes (an error naming the brokers and
-// the last failure). Each failed attempt is logged, so that a wrong
-// address never hangs silently.
-func waitBrokers(ctx context.Context, log zerolog.Logger, brokers []string, timeout time.Duration) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DialTimeout(5*time.Second))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+// waitBrokers pings the brokers (with the client options opts) until one
+// answers, ctx ends (nil: the caller checks ctx) or timeout passes (an
+// error naming the brokers and the last failure). Each failed attempt is
+// logged, so that a wrong address never hangs silently. Rejected
+// credentials and TLS failures end it at once (kafkaconn.Fatal).
+func waitBrokers(ctx context.Context, log zerolog.Logger, opts []kgo.Opt, brokers []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, min(5*time.Second, max(time.Until(deadline), time.Millisecond)))
-		err := cl.Ping(pctx)
-		cancel()
+		err := kafkaconn.Check(ctx, opts, min(5*time.Second, max(time.Until(deadline), time.Millisecond)))
 		switch {
+		case kafkaconn.Fatal(err):
+			log.Error().Err(err).Strs("brokers", brokers).Msg("cannot connect to the brokers; check security in the config")
+			return err
 		case err == nil:
 			if attempt > 1 {
 				log.Info().Strs("brokers", brokers).Msg("brokers reachable")
@@ -193,10 +195,10 @@ func waitBrokers(ctx context.Context, log zerolog.Logger, brokers []string, time
 // ensureOutputTopics checks that the input and reward topics exist and
 // creates the topics the worker writes to (other than stats and
 // checkpoints, which the worker creates) when they are missing.
-func ensureOutputTopics(ctx context.Context, cfg *config.Config, timeout time.Duration) error {
+func ensureOutputTopics(ctx context.Context, cfg *config.Config, opts []kgo.Opt, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

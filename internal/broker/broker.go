@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // seedTimeout bounds the creation of the seed topics in Start.
@@ -25,8 +26,9 @@ var ErrOptions = errors.New("invalid broker options")
 // Broker is a running single-node kfake cluster. Its methods are safe for
 // concurrent use.
 type Broker struct {
-	cluster *kfake.Cluster
-	addrs   []string
+	cluster    *kfake.Cluster
+	addrs      []string
+	clientOpts []kgo.Opt
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -75,12 +77,19 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 	if c.dataDir != "" {
 		kopts = append(kopts, kfake.DataDir(c.dataDir))
 	}
+	sec, err := c.security(advertised.String())
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	kopts = append(kopts, sec.kfake...)
 	cluster, err := kfake.NewCluster(append(kopts, c.extra...)...)
 	if err != nil {
 		ln.Close() // kfake closes it only once the listener was handed over
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
 	}
 	b := &Broker{cluster: cluster, addrs: []string{advertised.String()}, done: make(chan struct{})}
+	b.clientOpts = append([]kgo.Opt{kgo.SeedBrokers(b.addrs...)}, sec.client...)
 	runCtx, stop := context.WithCancel(ctx)
 	b.stop = stop
 	go func() {
@@ -89,7 +98,7 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 	}()
 	seedCtx, cancel := context.WithTimeout(ctx, seedTimeout)
 	defer cancel()
-	if err := EnsureTopics(seedCtx, b.addrs, c.partitions, nil, c.seed...); err != nil {
+	if err := EnsureTopicsOpts(seedCtx, b.clientOpts, c.partitions, nil, c.seed...); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("broker: seed topics: %w", err)
 	}
@@ -156,6 +165,11 @@ func (b *Broker) Addr() string { return b.addrs[0] }
 
 // Addrs returns the seed addresses of the cluster, for kgo.SeedBrokers.
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
+
+// ClientOpts returns the kgo options of a client of this broker: its
+// seed address and, when the broker has them, its first SASL user's
+// credentials and TLS pinned to its own certificate.
+func (b *Broker) ClientOpts() []kgo.Opt { return append([]kgo.Opt(nil), b.clientOpts...) }
 
 // Cluster returns the kfake cluster, for tests that drive it directly
 // (for example Compact).

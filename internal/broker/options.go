@@ -30,6 +30,9 @@ type cfg struct {
 	compaction time.Duration
 	log        zerolog.Logger
 	extra      []kfake.Opt
+	users      []SASLUser
+	tlsCert    string
+	tlsKey     string
 }
 
 func defaultCfg() cfg {
@@ -84,4 +87,23 @@ func Logger(l zerolog.Logger) Opt { return opt(func(c *cfg) { c.log = l }) }
 // this package sets (for example kfake.GroupMinSessionTimeout in tests).
 func KfakeOpts(opts ...kfake.Opt) Opt {
 	return opt(func(c *cfg) { c.extra = append(c.extra, opts...) })
+}
+
+// SASLUser is a user the broker authenticates, with its mechanism: PLAIN,
+// SCRAM-SHA-256 or SCRAM-SHA-512.
+type SASLUser struct {
+	Mechanism, User, Password string
+}
+
+// Users turns SASL authentication on: clients must authenticate as one of
+// users (superusers: no ACLs apply). Default: no SASL. Start's own client
+// (for the seed topics) authenticates as the first user.
+func Users(users ...SASLUser) Opt {
+	return opt(func(c *cfg) { c.users = append(c.users, users...) })
+}
+
+// TLS makes the broker accept TLS connections only, with the PEM
+// certificate and key in certFile and keyFile. Default: plaintext.
+func TLS(certFile, keyFile string) Opt {
+	return opt(func(c *cfg) { c.tlsCert, c.tlsKey = certFile, keyFile })
 }

@@ -20,7 +20,16 @@ func EnsureTopics(ctx context.Context, seeds []string, partitions int32, configs
 	if len(topics) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	return EnsureTopicsOpts(ctx, []kgo.Opt{kgo.SeedBrokers(seeds...)}, partitions, configs, topics...)
+}
+
+// EnsureTopicsOpts is EnsureTopics with the client's options (seed
+// brokers, TLS, SASL: see internal/kafkaconn).
+func EnsureTopicsOpts(ctx context.Context, clientOpts []kgo.Opt, partitions int32, configs map[string]*string, topics ...string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(clientOpts...)
 	if err != nil {
 		return err
 	}
