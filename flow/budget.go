@@ -44,3 +44,11 @@ func (e *BudgetError) Error() string {
 }
 
 func (e *BudgetError) Unwrap() error { return ErrInvalidBudget }
+
+// sameBudget reports whether a and b define the same budget (instants
+// compared as instants, whatever their locations).
+func sameBudget(a, b Budget) bool {
+	return a.Name == b.Name && a.Target == b.Target && a.Begin.Equal(b.Begin) && a.End.Equal(b.End) &&
+		a.Reserve == b.Reserve && a.Period == b.Period && a.Rewards == b.Rewards && a.Scored == b.Scored &&
+		a.Parent == b.Parent
+}

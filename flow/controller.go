@@ -9,6 +9,10 @@ import (
 // params is what the hot path reads: replaced whole, atomically, on every
 // tune.
 type params struct {
+	// sched is the schedule lanes roll their periods by; replaced (never
+	// modified) when the budget is redefined.
+	sched      *schedule
+	scored     bool  // lanes with a score sketch cut by score
 	begin, end int64 // events outside [begin, end) are rejected
 	period     int64 // the period p and cut were tuned for
 	p, cut     float64
@@ -34,13 +38,16 @@ type params struct {
 // All methods are safe for concurrent use; lanes are not (one goroutine
 // each).
 type Controller struct {
-	b      Budget
+	name   string // the budget's name, which never changes
 	cfg    *config
-	sched  schedule
-	parent *Controller
+	parent *Controller // changed by Tree.Update, under the tree's mutex
 	params atomic.Pointer[params]
 
 	mu    sync.Mutex
+	b     Budget
+	sched schedule
+	lsch  *schedule // a copy of sched for lanes (params.sched)
+	gen   uint64    // counts redefinitions; lanes adapt when theirs differs
 	lanes map[string]*Lane
 	peers map[string]*peer
 	// the same, in a stable order, so that sums (and so simulations) are
@@ -74,36 +81,103 @@ type peer struct {
 
 func newController(b Budget, cfg *config) *Controller {
 	c := &Controller{
-		b:     b,
+		name:  b.Name,
 		cfg:   cfg,
-		sched: newSchedule(b),
 		lanes: map[string]*Lane{},
 		peers: map[string]*peer{},
 		share: cfg.priorShare,
 	}
-	if b.Scored {
-		c.sk = &sketch{}
-		c.sk.init()
-	}
-	if b.Rewards {
-		c.conv = newConversion(240)
-	}
-	prm := &params{begin: math.MinInt64, end: c.sched.hardEnd, cut: math.Inf(1), nextCut: math.Inf(1), cold: true}
-	if !b.Begin.IsZero() {
-		prm.begin = b.Begin.UnixNano()
-	}
-	c.params.Store(prm)
+	c.define(b)
+	prm := &params{cut: math.Inf(1), nextCut: math.Inf(1), cold: true}
+	c.params.Store(c.bounds(prm))
 	return c
 }
 
+// define sets the controller's budget and what derives from it: the
+// schedule, the score sketch of scored budgets, the conversion model of
+// reward budgets (a sketch or model already there is kept).
+func (c *Controller) define(b Budget) {
+	c.b = b
+	c.sched = newSchedule(b)
+	s := c.sched
+	c.lsch = &s
+	switch {
+	case b.Scored && c.sk == nil:
+		c.sk = &sketch{}
+		c.sk.init()
+	case !b.Scored:
+		c.sk = nil
+	}
+	switch {
+	case b.Rewards && c.conv == nil:
+		c.conv = newConversion(240)
+	case !b.Rewards:
+		c.conv = nil
+	}
+}
+
+// bounds sets the fields of prm that follow from the definition alone.
+func (c *Controller) bounds(prm *params) *params {
+	prm.sched, prm.scored = c.lsch, c.sk != nil
+	prm.begin, prm.end = math.MinInt64, c.sched.hardEnd
+	if !c.b.Begin.IsZero() {
+		prm.begin = c.b.Begin.UnixNano()
+	}
+	return prm
+}
+
+// redefine changes the budget (same name) and re-tunes at t from the
+// counters the controller already has.
+func (c *Controller) redefine(b Budget, t int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.define(b)
+	c.gen++
+	prm := *c.params.Load()
+	c.params.Store(c.bounds(&prm))
+	c.tuneLocked(t, false)
+}
+
+// adapt brings a lane of this controller in line with the controller's
+// current definition, from the lane's goroutine (Source.Refresh). A lane
+// whose period changed shape is re-indexed into the period holding t and
+// keeps the counts of the period it was in.
+func (c *Controller) adapt(l *Lane, t int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.gen == c.gen {
+		return
+	}
+	l.gen = c.gen
+	switch {
+	case c.sk != nil && l.sk == nil:
+		l.sk = newLaneSketch()
+	case c.sk == nil:
+		l.sk = nil
+	}
+	s := c.lsch
+	if l.sched.periodic == s.periodic && l.sched.anchor == s.anchor && l.sched.length == s.length {
+		l.sched = s
+		return
+	}
+	l.moveTo(t, s, true)
+}
+
 // Budget returns the controller's budget.
-func (c *Controller) Budget() Budget { return c.b }
+func (c *Controller) Budget() Budget {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b
+}
+
+// Name returns the name of the controller's budget.
+func (c *Controller) Name() string { return c.name }
 
 // open creates the lane of a source, restoring its counters from r.
 func (c *Controller) open(source string, t int64, r *Report) *Lane {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := &Lane{c: c, source: source, since: t, periodEnd: math.MaxInt64}
+	l := &Lane{c: c, source: source, since: t, periodEnd: math.MaxInt64, gen: c.gen, sched: c.lsch}
 	if c.b.Scored {
 		l.sk = newLaneSketch()
 	}

@@ -78,5 +78,26 @@
 //     publishes its parameters with one atomic pointer: no data race, no
 //     lock on the hot path, and decisions scale with cores.
 //
+// # Changing budgets while running
+//
+// Tree.Update replaces the set of budgets of a live tree, validated as a
+// whole like NewTree (nothing changes on an error). A budget that keeps its
+// name keeps its controller: counters, peers' reports and measured rates
+// stay, and the new target, window, period, reserve, kind, scoring or
+// parent applies from the next decision, paced from what was already
+// achieved (counts of the current period carry over when the period
+// itself changes). A new budget gets a controller whose lanes open on
+// every source; a deleted one stops. A budget that is still some budget's
+// parent cannot be deleted.
+//
+// Lanes are never touched by Update: they belong to their source's
+// goroutine. The tree's budgets are a versioned, immutable table swapped
+// atomically; each source's goroutine calls Source.Refresh between
+// decisions (one atomic load when nothing changed), which opens, closes
+// and adapts its own lanes. Until then a lane decides under the
+// controller's new parameters (published through the same atomic pointer
+// as every tune), with its old parent link; a lane of a deleted budget
+// decides with the last parameters its controller published.
+//
 // The simulator in flow/sim proves these on scenarios in virtual time.
 package flow

@@ -35,7 +35,7 @@ func (c *Controller) estimate(t int64) estimate {
 		e.rewards += in.Rewards
 		e.totalPassed += float64(total.Passed)
 		e.totalRewards += total.Rewards
-		if c.sk != nil {
+		if c.sk != nil && l.sk != nil { // nil: not adapted to scoring yet
 			c.sk.merge(l.sk)
 		}
 	}

@@ -59,9 +59,12 @@ type Lane struct {
 	coldAt     int64   // cold-start token bucket: last refill
 	coldTokens float64 // and its tokens
 	coldPass   bool    // the pending pass was let through by it
+	cutPass    bool    // the pending pass was let through by the score cut
 	credit     float64
 	periodEnd  int64
 	sk         *laneSketch
+	sched      *schedule // the schedule periodEnd was computed by
+	gen        uint64    // the controller's definition the lane follows
 
 	// Owned by the controller (under its mutex).
 	seenOff, seenPass uint64
@@ -85,7 +88,7 @@ func (l *Lane) decide(t int64, score float64) Verdict {
 			for y := l; y != x; y = y.parent {
 				y.unwant()
 			}
-			return Verdict{Reason: r, By: x.c.b.Name}
+			return Verdict{Reason: r, By: x.c.name}
 		}
 	}
 	for x := l; x != nil; x = x.parent {
@@ -98,7 +101,7 @@ func (l *Lane) decide(t int64, score float64) Verdict {
 func (l *Lane) want(t int64, score float64) Reason {
 	prm := l.c.params.Load()
 	if t >= l.periodEnd {
-		l.roll(t)
+		l.roll(t, prm.sched)
 	}
 	// Events outside the window count as offered too: the controller
 	// knows the traffic (and its scores) when the window opens.
@@ -136,10 +139,11 @@ func (l *Lane) want(t int64, score float64) Reason {
 		l.coldPass = true
 		return ReasonPass
 	}
-	if l.sk != nil {
+	if l.sk != nil && prm.scored {
 		if !(score >= cut) { // NaN never passes a cut
 			return ReasonScore
 		}
+		l.cutPass = true
 		return ReasonPass
 	}
 	l.credit += p
@@ -153,6 +157,7 @@ func (l *Lane) want(t int64, score float64) Reason {
 // credit (the next event is wanted again) but do not let it pile up.
 func (l *Lane) unwant() {
 	l.coldPass = false
+	l.cutPass = false
 	if l.credit > 1 {
 		l.credit = 1
 	}
@@ -166,17 +171,32 @@ func (l *Lane) take() {
 		l.coldTokens--
 		return
 	}
-	if l.sk == nil {
-		l.credit--
+	if l.cutPass {
+		l.cutPass = false
+		return
 	}
+	l.credit--
 }
 
-// roll moves the lane into the period holding t.
-func (l *Lane) roll(t int64) {
-	idx, _, end := l.c.sched.period(t)
-	l.baseOff.Store(l.offered.Load())
-	l.basePass.Store(l.passed.Load())
-	l.baseRew.Store(l.rewards.Load())
+// roll moves the lane into the period holding t of schedule s.
+func (l *Lane) roll(t int64, s *schedule) { l.moveTo(t, s, false) }
+
+// moveTo puts the lane in the period of s holding t. With keep, or when s
+// is a window (a budget redefined from a period budget, met before the
+// lane adapted), the counts of the period the lane was in carry over.
+func (l *Lane) moveTo(t int64, s *schedule, keep bool) {
+	l.sched = s
+	if !s.periodic {
+		l.period.Store(0)
+		l.periodEnd = math.MaxInt64
+		return
+	}
+	idx, _, end := s.period(t)
+	if !keep {
+		l.baseOff.Store(l.offered.Load())
+		l.basePass.Store(l.passed.Load())
+		l.baseRew.Store(l.rewards.Load())
+	}
 	l.period.Store(idx)
 	l.periodEnd = end
 }
@@ -187,7 +207,7 @@ func (l *Lane) roll(t int64) {
 func (l *Lane) Reward(now time.Time, value float64) {
 	t := now.UnixNano()
 	if t >= l.periodEnd {
-		l.roll(t)
+		l.roll(t, l.c.params.Load().sched)
 	}
 	l.rewards.Store(math.Float64bits(math.Float64frombits(l.rewards.Load()) + value))
 }
@@ -196,7 +216,7 @@ func (l *Lane) Reward(now time.Time, value float64) {
 func (l *Lane) Source() string { return l.source }
 
 // Budget is the lane's budget name.
-func (l *Lane) Budget() string { return l.c.b.Name }
+func (l *Lane) Budget() string { return l.c.name }
 
 // counts reads the lane's totals and its counts in period idx (zero when
 // the lane has not reached that period yet).
@@ -223,7 +243,7 @@ func (l *Lane) report(t int64) Report {
 	lp := l.period.Load()
 	total, in, _ := l.counts(lp)
 	return Report{
-		Budget:   l.c.b.Name,
+		Budget:   l.c.name,
 		Source:   l.source,
 		At:       time.Unix(0, t),
 		Since:    time.Unix(0, l.since),

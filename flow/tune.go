@@ -8,8 +8,7 @@ import (
 // tuneLocked re-computes the working pass rate (and score cut) at t.
 func (c *Controller) tuneLocked(t int64, synced bool) {
 	e := c.estimate(t)
-	old := c.params.Load()
-	prm := &params{begin: old.begin, end: old.end, period: e.period, until: t + 2*int64(c.cfg.tune)}
+	prm := c.bounds(&params{period: e.period, until: t + 2*int64(c.cfg.tune)})
 
 	achieved, conv, lead := e.passed, 1.0, int64(0)
 	if c.conv != nil {
