@@ -34,6 +34,8 @@ type Config struct {
 	Rewards Rewards `yaml:"rewards"`
 	// Budgets are the flow budgets; at least one.
 	Budgets []Budget `yaml:"budgets"`
+	// Caps are per-key frequency caps (see caps.go); optional.
+	Caps []Cap `yaml:"caps"`
 	// Layers are the experiment layers of the splitter; optional.
 	Layers []splitter.Layer `yaml:"layers"`
 	// HTTP configures the metrics and health endpoint.
@@ -69,6 +71,9 @@ type Topics struct {
 	// Checkpoints is the compacted topic of per-partition state (caps).
 	// Default "<group>.checkpoints".
 	Checkpoints string `yaml:"checkpoints"`
+	// Caps is the compacted changelog of the caps' state, partitioned like
+	// the input. Default "<group>.caps".
+	Caps string `yaml:"caps"`
 	// Partitions is the partition count of the topics the worker creates
 	// on start. 0 (the default) means as many as the first input topic, or
 	// DefaultPartitions when that is unknown; see PartitionsFor.

@@ -38,6 +38,7 @@ func (c *Config) defaults() {
 	if c.Topics.Checkpoints == "" {
 		c.Topics.Checkpoints = c.Group + ".checkpoints"
 	}
+	c.capDefaults()
 	if c.Delivery == "" {
 		c.Delivery = DefaultDelivery
 	}

@@ -31,6 +31,7 @@
 //	  dead_letter: throttler.dead-letter # default "<group>.dead-letter"
 //	  stats: throttler.stats             # default "<group>.stats"
 //	  checkpoints: throttler.checkpoints # default "<group>.checkpoints"
+//	  caps: throttler.caps               # the caps' changelog; default "<group>.caps"
 //	  partitions: 12                     # for topics created on start; default 0 = as many as the input, else 12
 //	delivery: exactly-once               # or at-least-once (default exactly-once)
 //	sync_interval: 1s                    # counter exchange period, at least 10ms (default 1s)
@@ -57,6 +58,12 @@
 //	  - name: account
 //	    target: 1000
 //	    period: 1m                       # at most target per period
+//	caps:                                # optional per-key frequency caps (GCRA)
+//	  - name: per-user                   # required, unique, not a budget's name
+//	    key: user                        # optional; default: fields.key
+//	    burst: 2                         # burst+1 at once (default 0)
+//	    rate: 3/1h                       # required: count/period on average
+//	    quantity: items                  # optional path of what an event costs; default 1
 //	layers: []                           # experiments: see splitter.Layer
 //	http: {listen: ":9090"}              # metrics and health (default ":9090")
 //	log: {format: json, level: info}     # json or console; trace, debug, info, warn, error

@@ -50,6 +50,7 @@ func (c *Config) Validate() error {
 	v.fields(c)
 	v.rewards(c)
 	v.budgets(c)
+	v.caps(c)
 	for _, p := range splitter.Validate(c.Layers) {
 		v.add(p.Path, p.Reason)
 	}

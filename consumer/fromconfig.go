@@ -73,6 +73,13 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 		RewardPaths(rewardBudget, c.Rewards.Value),
 		HTTPListen(c.HTTP.Listen),
 	}
+	if len(c.Caps) > 0 {
+		specs, err := capSpecs(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, WithCaps(c.Topics.Caps, specs...))
+	}
 	if c.SyncInterval > 0 {
 		all = append(all, SyncInterval(c.SyncInterval))
 	}

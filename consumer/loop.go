@@ -122,6 +122,9 @@ func (w *Worker) commit() error {
 			return err
 		}
 		w.produce(r)
+		if err := w.writeCaps(p, now); err != nil {
+			return err
+		}
 		cps = append(cps, checkpointState{p, cp})
 	}
 
@@ -143,6 +146,7 @@ func (w *Worker) commit() error {
 		for _, c := range cps {
 			c.p.committed = c.cp
 			c.p.touched = false
+			c.p.capsCommitted()
 		}
 	} else {
 		w.m.commits.WithLabelValues("aborted").Inc()

@@ -82,6 +82,7 @@ type cfg struct {
 	now              func() time.Time
 	listen           string
 	ensureTopics     bool
+	caps             *capsCfg
 }
 
 func defaultCfg() cfg {

@@ -46,6 +46,7 @@ type partition struct {
 	touched    bool  // processed records since the last commit
 	nextOffset int64 // offset after the last processed record
 	committed  stats.Checkpoint
+	caps       *partitionCaps // nil without caps, and for reward partitions
 }
 
 func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpointLoad) *partition {
@@ -90,6 +91,9 @@ func (p *partition) start() bool {
 		cp = stats.Checkpoint{Source: p.source, Offset: -1}
 	}
 	p.committed = cp
+	if !p.openCaps() {
+		return false
+	}
 	p.load = nil
 	if err := p.open(p.w.cfg.now()); err != nil {
 		p.w.fail(fmt.Errorf("open %s: %w", p.source, err))
@@ -135,6 +139,7 @@ func (p *partition) close(now time.Time) {
 func (p *partition) rollback(now time.Time) error {
 	p.close(now)
 	p.touched = false
+	p.rollbackCaps()
 	return p.open(now)
 }
 

@@ -74,7 +74,8 @@ type Event struct {
 	RejectReason string
 	RejectedBy   string
 
-	lanes []Decider // the partition's lanes, by budget index
+	lanes []Decider      // the partition's lanes, by budget index
+	caps  *partitionCaps // the partition's caps; nil without caps
 
 	// The decode stage's scan results, for the score stage of the same
 	// decoder (scanned by scanDec when it is not nil).
@@ -282,12 +283,6 @@ func ScoreStage(d *Decoder) Middleware {
 			return next(e)
 		}
 	}
-}
-
-// CapsStage is the place of per-key frequency caps (flow's GCRA, keyed by
-// Event.Fields.Key). It passes every event on until caps are configured.
-func CapsStage() Middleware {
-	return func(next Handler) Handler { return next }
 }
 
 // DecideStage asks the partition's lane of the event's budget. An event of

@@ -224,11 +224,12 @@ func TestEventReset(t *testing.T) {
 		}
 	}
 	scan := e.scan
+	caps := e.caps // the partition's, kept across events
 	r := &kgo.Record{}
 	now := time.Unix(2, 0)
 	lanes := []Decider{&fakeDecider{}}
 	e.reset(r, now, "in/0", lanes)
-	want := Event{Record: r, Now: now, Source: "in/0", Assignments: e.Assignments[:0], Headers: e.Headers[:0], lanes: lanes, scan: scan}
+	want := Event{Record: r, Now: now, Source: "in/0", Assignments: e.Assignments[:0], Headers: e.Headers[:0], lanes: lanes, caps: caps, scan: scan}
 	if !reflect.DeepEqual(e, want) {
 		t.Fatalf("after reset:\n%+v\nwant\n%+v", e, want)
 	}

@@ -63,6 +63,7 @@ type Worker struct {
 	reg       *prometheus.Registry
 	http      *HTTPServer
 	pub       *stats.Publisher
+	caps      *capSet // nil without caps
 
 	sess     session
 	view     *stats.View
@@ -151,6 +152,9 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		w.reg = prometheus.NewRegistry()
 	}
 	w.m = newMetrics(w.reg)
+	if w.caps, err = newCapSet(c.caps, w.reg, w.log); err != nil {
+		return nil, err
+	}
 	w.onProduced = w.produced
 	w.onOutput = func(r *kgo.Record, err error) {
 		w.produced(r, err)

@@ -658,3 +658,38 @@ func (s *capShard) sweep(k *capHash, now int64) (removed int) {
 	s.compactKeys()
 	return removed
 }
+
+// Interval returns the emission interval period/count (in whole
+// nanoseconds): the time one unit of quantity adds to a key's TAT.
+func (c *Cap) Interval() time.Duration { return time.Duration(c.interval) }
+
+// Lookup returns the TAT held for key, and false when the key is absent.
+// A TAT not after the current instant is idle: the key behaves as absent.
+// Like ThrottleBytes it does not retain key.
+func (c *Cap) Lookup(key []byte) (tat time.Time, ok bool) {
+	if _, _, sl, _ := c.locate(key); sl != nil {
+		return time.Unix(0, int64(sl[0])), true
+	}
+	return time.Time{}, false
+}
+
+// SweepFunc is Sweep that also calls forgotten with every key it removes
+// and its TAT, before removing it (for writing tombstones to a changelog).
+// forgotten must not keep the slice, and must not modify c.
+func (c *Cap) SweepFunc(now time.Time, maxShards int, forgotten func(key []byte, tat time.Time)) (removed int) {
+	t := now.UnixNano()
+	for range min(max(maxShards, 1), CapShards) {
+		s := &c.shards[c.nextSweep]
+		if forgotten != nil && s.live > 0 {
+			var buf [capInline + 1]byte
+			for j := range s.size() {
+				if sl := s.at(j); sl[3] != 0 && int64(sl[0]) <= t {
+					forgotten(s.key(sl, &buf), time.Unix(0, int64(sl[0])))
+				}
+			}
+		}
+		removed += s.sweep(&c.hash, t)
+		c.nextSweep = (c.nextSweep + 1) % CapShards
+	}
+	return removed
+}

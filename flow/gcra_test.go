@@ -727,3 +727,48 @@ func BenchmarkCapMemory(b *testing.B) {
 	b.ReportMetric(perKey, "B/key")
 	b.ReportMetric(float64(keyBytes)/float64(len(keys)), "keylen")
 }
+
+// TestCapSweepFuncLookup: SweepFunc names exactly the keys it removes (short
+// and long ones), and Lookup reads the TAT a Throttle left.
+func TestCapSweepFuncLookup(t *testing.T) {
+	c := mustCap(t, 0, 1, time.Second)
+	if c.Interval() != time.Second {
+		t.Fatalf("Interval = %v", c.Interval())
+	}
+	t0 := capStart
+	const n = 3000
+	key := func(i int) string {
+		if i%3 == 0 {
+			return fmt.Sprintf("a-long-key-of-more-than-23-bytes-%d", i)
+		}
+		return fmt.Sprint("k", i)
+	}
+	for i := range n {
+		c.Throttle(key(i), t0.Add(time.Duration(i%2)*time.Millisecond), 1)
+	}
+	if tat, ok := c.Lookup([]byte(key(1))); !ok || !tat.Equal(t0.Add(time.Second+time.Millisecond)) {
+		t.Fatalf("Lookup(%s) = %v, %v", key(1), tat, ok)
+	}
+	if _, ok := c.Lookup([]byte("absent")); ok {
+		t.Fatal("Lookup of an absent key found it")
+	}
+	seen := map[string]bool{}
+	removed := c.SweepFunc(t0.Add(time.Second), flow.CapShards, func(k []byte, tat time.Time) {
+		if tat.After(t0.Add(time.Second)) {
+			t.Fatalf("key %q swept with TAT %v", k, tat)
+		}
+		if seen[string(k)] {
+			t.Fatalf("key %q named twice", k)
+		}
+		seen[string(k)] = true
+	})
+	if removed != n/2 || len(seen) != n/2 || c.Len() != n/2 {
+		t.Fatalf("removed %d, named %d, Len %d; want %d each", removed, len(seen), c.Len(), n/2)
+	}
+	for i := range n {
+		_, held := c.Lookup([]byte(key(i)))
+		if want := i%2 == 0; seen[key(i)] != want || held == want {
+			t.Fatalf("key %d: named %v, still held %v", i, seen[key(i)], held)
+		}
+	}
+}

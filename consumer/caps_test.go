@@ -1,0 +1,285 @@
+package consumer
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// scripted decides by a script: pass while *pass is true.
+type scripted struct{ pass *bool }
+
+func (s scripted) Decide(time.Time, float64) flow.Verdict {
+	if *s.pass {
+		return flow.Verdict{Pass: true}
+	}
+	return flow.Verdict{Reason: flow.ReasonPaced, By: "spring"}
+}
+
+func testCapSet(t *testing.T, specs ...CapSpec) *capSet {
+	t.Helper()
+	s, err := newCapSet(&capsCfg{changelog: "g.caps", specs: specs}, prometheus.NewRegistry(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var capT0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// capRig runs events of one partition through the standard pipeline with
+// caps.
+type capRig struct {
+	t    *testing.T
+	h    Handler
+	pc   *partitionCaps
+	pass bool
+	off  int64
+}
+
+func newCapRig(t *testing.T, parts int, specs ...CapSpec) *capRig {
+	r := &capRig{t: t, pass: true}
+	r.h = StandardPipeline(newTestDecoder(t, KeyPath("user"), TimePath("ts")), nil, "out").Handler()
+	r.pc = testCapSet(t, specs...).newPartitionCaps("in/0", parts)
+	return r
+}
+
+// event runs {"budget":"spring","user":user,"ts":at} (plus extra JSON
+// members) at capT0+at.
+func (r *capRig) event(user string, at time.Duration, extra string) *Event {
+	r.t.Helper()
+	v := fmt.Sprintf(`{"budget":"spring","user":%q,"ts":%d%s}`, user, capT0.Add(at).UnixMilli(), extra)
+	r.off++
+	rec := &kgo.Record{Topic: "in", Partition: 0, Offset: r.off, Key: []byte(user), Value: []byte(v)}
+	e := NewEvent(rec, capT0.Add(time.Hour), scripted{&r.pass}, scripted{&r.pass})
+	e.caps = r.pc
+	Run(r.h, e)
+	return e
+}
+
+func (r *capRig) outcome(e *Event) string {
+	switch {
+	case e.Err != nil:
+		return "dead:" + string(e.Err.Reason)
+	case e.RejectReason != "":
+		return e.RejectReason + ":" + e.RejectedBy
+	}
+	return "pass"
+}
+
+func header(e *Event, key string) string {
+	for _, h := range e.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// TestCapsStageSteps: burst 1, 1 per 10 s (limit 2, one more every 10 s),
+// at fixed instants; budget rejections consume nothing.
+func TestCapsStageSteps(t *testing.T) {
+	r := newCapRig(t, 0, CapSpec{Name: "per-user", Burst: 1, Count: 1, Period: 10 * time.Second})
+	steps := []struct {
+		at     time.Duration
+		user   string
+		budget bool // the budget passes it
+		want   string
+		// headers of a capped event: remaining, retry-after-ms, reset-after-ms
+		remaining, retry, reset string
+	}{
+		{0, "u", true, "pass", "", "", ""},
+		{0, "u", false, "paced:spring", "", "", ""}, // not charged
+		{0, "u", true, "pass", "", "", ""},
+		{0, "u", true, "cap:per-user", "0", "10000", "20000"},
+		{0, "v", true, "pass", "", "", ""}, // another key
+		{5 * time.Second, "u", true, "cap:per-user", "0", "5000", "15000"},
+		{10 * time.Second, "u", true, "pass", "", "", ""},
+		{10 * time.Second, "u", true, "cap:per-user", "0", "10000", "20000"},
+		{40 * time.Second, "u", false, "paced:spring", "", "", ""},
+		{40 * time.Second, "u", false, "paced:spring", "", "", ""},
+		{40 * time.Second, "u", true, "pass", "", "", ""}, // full limit again: the rejections took nothing
+		{40 * time.Second, "u", true, "pass", "", "", ""},
+		{40 * time.Second, "u", true, "cap:per-user", "0", "10000", "20000"},
+	}
+	for i, s := range steps {
+		r.pass = s.budget
+		e := r.event(s.user, s.at, "")
+		if got := r.outcome(e); got != s.want {
+			t.Fatalf("step %d (%v %s): %s, want %s", i, s.at, s.user, got, s.want)
+		}
+		if s.want != "cap:per-user" {
+			if len(e.Headers) != 0 {
+				t.Fatalf("step %d: headers %v on a %s", i, e.Headers, s.want)
+			}
+			continue
+		}
+		for k, want := range map[string]string{HeaderCap: "per-user", HeaderCapLimit: "2", HeaderCapRemaining: s.remaining,
+			HeaderCapRetryAfterMs: s.retry, HeaderCapResetAfterMs: s.reset} {
+			if got := header(e, k); got != want {
+				t.Errorf("step %d: %s = %q, want %q", i, k, got, want)
+			}
+		}
+		out := outputRecord(e, OutcomeReject, "rejected", false)
+		if v, _ := HeaderValue(out, HeaderReason); v != ReasonCap {
+			t.Errorf("step %d: rejected record's reason %q", i, v)
+		}
+		if v, _ := HeaderValue(out, HeaderCapRetryAfterMs); v != s.retry {
+			t.Errorf("step %d: rejected record's retry-after %q", i, v)
+		}
+	}
+}
+
+// TestCapsStageSeveralCaps: an event refused by a later cap is not charged
+// to the earlier ones; quantities and key paths; bad records.
+func TestCapsStageSeveralCaps(t *testing.T) {
+	r := newCapRig(t, 0,
+		CapSpec{Name: "user", Burst: 9, Count: 1, Period: time.Hour},                                         // 10 at once
+		CapSpec{Name: "device", KeyPath: "device", QuantityPath: "n", Burst: 2, Count: 1, Period: time.Hour}, // 3 at once
+	)
+	want := func(e *Event, w string) {
+		t.Helper()
+		if got := r.outcome(e); got != w {
+			t.Fatalf("%s, want %s", got, w)
+		}
+	}
+	want(r.event("u", 0, `,"device":"d1","n":2`), "pass")
+	want(r.event("u", 0, `,"device":"d1","n":2`), "cap:device") // d1 has 1 left
+	want(r.event("u", 0, `,"device":"d1","n":1`), "pass")
+	want(r.event("u", 0, `,"device":"d2","n":4`), "cap:device") // more than the limit: never
+	e := r.event("u", 0, `,"device":"d2","n":4`)
+	if header(e, HeaderCapRetryAfterMs) != "-1" {
+		t.Fatalf("retry-after of an impossible quantity: %q", header(e, HeaderCapRetryAfterMs))
+	}
+	want(r.event("u", 0, `,"device":"d2","n":0`), "pass") // asks only
+	// "u" was charged by the 3 passes only: 7 more fit.
+	res := r.pc.caps[0].Throttle("u", capT0, 0)
+	if res.Remaining != 7 {
+		t.Fatalf("user cap remaining %d, want 7 (only the 3 passes are charged)", res.Remaining)
+	}
+	want(r.event("u", 0, `,"n":1`), "dead:"+string(ReasonMissingCapKey))
+	want(r.event("u", 0, `,"device":{},"n":1`), "dead:"+string(ReasonCapKeyType))
+	want(r.event("u", 0, `,"device":"d3"`), "dead:"+string(ReasonCapQuantity))
+	want(r.event("u", 0, `,"device":"d3","n":1.5`), "dead:"+string(ReasonCapQuantity))
+	want(r.event("u", 0, `,"device":"d3","n":-1`), "dead:"+string(ReasonCapQuantity))
+	want(r.event("u", 0, `,"device":"d3","n":"1"`), "dead:"+string(ReasonCapQuantity))
+	want(r.event("", 0, `,"device":"d3","n":1`), "dead:"+string(ReasonMissingCapKey))
+	if res := r.pc.caps[0].Throttle("u", capT0, 0); res.Remaining != 7 {
+		t.Fatalf("bad records charged the user cap: remaining %d", res.Remaining)
+	}
+	if _, ok := r.pc.caps[1].Lookup([]byte("d3")); ok {
+		t.Fatal("a bad record charged the device cap")
+	}
+}
+
+// TestCapsStagePanicUndoes: a panic in a later stage dead-letters the
+// event and takes its charge back.
+func TestCapsStagePanicUndoes(t *testing.T) {
+	pc := testCapSet(t, CapSpec{Name: "c", Burst: 0, Count: 1, Period: time.Hour}).newPartitionCaps("in/0", 0)
+	h := CapsStage()(func(*Event) Outcome { panic("boom") })
+	e := NewEvent(&kgo.Record{Topic: "in", Key: []byte("k"), Value: []byte(`{}`)}, capT0)
+	e.Fields.Key, e.Fields.Time, e.caps = "k", capT0, pc
+	if o := Run(h, e); o != OutcomeDeadLetter || e.Err.Reason != ReasonStagePanic {
+		t.Fatalf("outcome %v %v", o, e.Err)
+	}
+	if _, ok := pc.caps[0].Lookup([]byte("k")); ok {
+		t.Fatal("the panicked event stayed charged")
+	}
+}
+
+// TestCapsRollback: an abort returns every key to its committed TAT, the
+// keys a sweep removed included.
+func TestCapsRollback(t *testing.T) {
+	r := newCapRig(t, 0, CapSpec{Name: "c", Burst: 0, Count: 1, Period: time.Minute})
+	for _, u := range []string{"a", "b"} {
+		r.event(u, 0, "")
+	}
+	r.pc.committed()
+	tatA, _ := r.pc.caps[0].Lookup([]byte("a"))
+	// Uncommitted: c is new, a is charged again a minute later, b expires
+	// and is swept.
+	r.event("c", 70*time.Second, "")
+	r.event("a", 70*time.Second, "")
+	n := 0
+	for range flow.CapShards / sweepShards { // a sweep visits sweepShards shards
+		n += r.pc.sweep(capT0.Add(time.Hour))
+	}
+	if n != 1 {
+		t.Fatalf("sweep removed %d keys, want 1 (b)", n)
+	}
+	if _, ok := r.pc.caps[0].Lookup([]byte("b")); ok {
+		t.Fatal("b not swept")
+	}
+	if got := len(r.pc.dirty[0]); got != 3 {
+		t.Fatalf("%d dirty keys, want 3", got)
+	}
+	r.pc.rollback()
+	if got, ok := r.pc.caps[0].Lookup([]byte("a")); !ok || !got.Equal(tatA) {
+		t.Fatalf("a after rollback: %v %v, want %v", got, ok, tatA)
+	}
+	if got, ok := r.pc.caps[0].Lookup([]byte("b")); !ok || !got.Equal(capT0.Add(time.Minute)) {
+		t.Fatalf("b after rollback: %v %v", got, ok)
+	}
+	if _, ok := r.pc.caps[0].Lookup([]byte("c")); ok {
+		t.Fatal("c survived the rollback")
+	}
+	if r.pc.watermark != capT0.UnixNano() || len(r.pc.dirty[0]) != 0 {
+		t.Fatalf("watermark %v, dirty %d after rollback", time.Unix(0, r.pc.watermark), len(r.pc.dirty[0]))
+	}
+	// The replay decides as the first run did.
+	if got := r.outcome(r.event("a", 70*time.Second, "")); got != "pass" {
+		t.Fatalf("replayed a: %s", got)
+	}
+}
+
+// TestCapsMisrouted: an event whose key Kafka's default partitioner sends
+// elsewhere is counted; one on its own partition is not.
+func TestCapsMisrouted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := newCapSet(&capsCfg{changelog: "g.caps", specs: []CapSpec{{Name: "c", Burst: 100, Count: 1, Period: time.Hour}}}, reg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := s.newPartitionCaps("in/0", 12)
+	h := StandardPipeline(newTestDecoder(t), nil, "out").Handler()
+	kp := kgo.StickyKeyPartitioner(nil).ForTopic("in")
+	pass := true
+	right, wrong := 0, 0
+	for i := range 200 {
+		key := fmt.Sprint("user-", i)
+		home := int32(kp.Partition(&kgo.Record{Key: []byte(key)}, 12))
+		part := home
+		if i%4 == 0 {
+			part = (home + 1) % 12
+			wrong++
+		} else {
+			right++
+		}
+		rec := &kgo.Record{Topic: "in", Partition: part, Key: []byte(key), Value: []byte(`{"budget":"spring"}`), Timestamp: capT0}
+		e := NewEvent(rec, capT0, scripted{&pass})
+		e.caps = pc
+		if o := Run(h, e); o != OutcomePass {
+			t.Fatalf("event %d: %v %v", i, o, e.Err)
+		}
+	}
+	pc.flushMetrics()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "throttler_cap_misrouted_total" {
+			got = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if got != float64(wrong) {
+		t.Fatalf("misrouted = %v, want %d (of %d)", got, wrong, wrong+right)
+	}
+}
