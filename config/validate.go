@@ -54,6 +54,7 @@ func (c *Config) Validate() error {
 	for _, p := range splitter.Validate(c.Layers) {
 		v.add(p.Path, p.Reason)
 	}
+	v.variantLimits(c)
 	v.hostPort("http.listen", c.HTTP.Listen, true)
 	if err := logx.CheckFormat(c.Log.Format); err != nil || c.Log.Format == "" {
 		v.add("log.format", fmt.Sprintf("must be %q or %q, got %q", logx.FormatJSON, logx.FormatConsole, c.Log.Format))

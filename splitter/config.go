@@ -50,6 +50,10 @@ type Experiment struct {
 	Start float64 `yaml:"start,omitempty"`
 	// Variants split the experiment's keys by weight.
 	Variants []Variant `yaml:"variants"`
+	// Fallback is where events over a variant's Limit go when the variant
+	// does not say: "output" (the default) or "rejected". Not used by the
+	// splitter; see VariantLimit.
+	Fallback string `yaml:"fallback,omitempty"`
 }
 
 // Variant is one arm of an experiment and the topic its events go to.
@@ -64,4 +68,7 @@ type Variant struct {
 	Weight float64 `yaml:"weight"`
 	// Topic receives the variant's events.
 	Topic string `yaml:"topic"`
+	// Limit caps the events the variant's topic receives; nil for none.
+	// Not used by the splitter: the worker enforces it.
+	Limit *VariantLimit `yaml:"limit,omitempty"`
 }
