@@ -20,7 +20,8 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tree, err := flow.NewTree(budgets, flow.SyncInterval(c.SyncInterval))
+	limits, limitBudgets := variantLimitsOf(c)
+	tree, err := flow.NewTree(append(budgets, limitBudgets...), flow.SyncInterval(c.SyncInterval))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,6 +71,7 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 		}),
 		WithDelivery(delivery),
 		WithSplitter(sp),
+		WithVariantLimits(limits...),
 		RewardPaths(rewardBudget, c.Rewards.Value),
 		HTTPListen(c.HTTP.Listen),
 	}

@@ -97,6 +97,7 @@ func (w *Worker) commit() error {
 	for _, p := range parts {
 		if p.touched {
 			touched = append(touched, p)
+			p.foldVariants()
 		}
 		p.counts.flush(w.m, w.budgets)
 	}
@@ -113,6 +114,10 @@ func (w *Worker) commit() error {
 		for _, r := range recs {
 			w.produce(r)
 		}
+	}
+	var variants []pendingVariants
+	if syncDue {
+		variants = w.experimentRecords(now, parts)
 	}
 	cps := make([]checkpointState, 0, len(touched))
 	for _, p := range touched {
@@ -141,6 +146,7 @@ func (w *Worker) commit() error {
 	if err != nil {
 		return err
 	}
+	w.settleExperiments(committed, variants)
 	if committed {
 		w.m.commits.WithLabelValues("committed").Inc()
 		for _, c := range cps {

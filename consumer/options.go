@@ -83,6 +83,7 @@ type cfg struct {
 	listen           string
 	ensureTopics     bool
 	caps             *capsCfg
+	variantLimits    []VariantLimit
 }
 
 func defaultCfg() cfg {

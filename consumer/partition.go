@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,10 @@ type partition struct {
 	nextOffset int64 // offset after the last processed record
 	committed  stats.Checkpoint
 	caps       *partitionCaps // nil without caps, and for reward partitions
+	limitLanes []Decider      // lanes of the variant limits, by limit index
+	variants   variantState
+
+	toPublish atomic.Pointer[[]stats.VariantCounts] // variant counts not yet on the stats topic
 }
 
 func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpointLoad) *partition {
@@ -121,6 +126,11 @@ func (p *partition) open(now time.Time) error {
 			p.deciders = append(p.deciders, l)
 		}
 	}
+	p.limitLanes = p.limitLanes[:0]
+	for _, l := range p.w.cfg.variantLimits {
+		p.limitLanes = append(p.limitLanes, src.Lane(l.Budget))
+	}
+	p.openVariants()
 	p.nextOffset = p.committed.Offset
 	return nil
 }
@@ -171,6 +181,9 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
 	e.reset(r, now, p.source, p.deciders)
+	if len(p.limitLanes) > 0 {
+		e.limits = p.limitLanes
+	}
 	o := Run(w.handler, e)
 	bi := e.Fields.BudgetIndex
 	switch o {
@@ -186,6 +199,9 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 	case OutcomeReject:
 		if bi >= 0 {
 			p.counts.offered[bi]++
+		}
+		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
+			p.countPassedRejected(e, bi)
 		}
 		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		if w.cfg.topics.Rejected != "" {
@@ -255,7 +271,7 @@ type checkpointValue = stats.Checkpoint
 // checkpoint returns the partition's checkpoint, from the reports of the
 // whole tree taken while the partition was idle.
 func (p *partition) checkpoint(all []flow.Report) stats.Checkpoint {
-	cp := stats.Checkpoint{Source: p.source, Offset: p.nextOffset}
+	cp := stats.Checkpoint{Source: p.source, Offset: p.nextOffset, Variants: p.variants.snap}
 	for _, r := range all {
 		if r.Source == p.source {
 			cp.Reports = append(cp.Reports, r)

@@ -74,8 +74,9 @@ type Event struct {
 	RejectReason string
 	RejectedBy   string
 
-	lanes []Decider      // the partition's lanes, by budget index
-	caps  *partitionCaps // the partition's caps; nil without caps
+	lanes  []Decider      // the partition's lanes, by budget index
+	caps   *partitionCaps // the partition's caps; nil without caps
+	limits []Decider      // the partition's lanes of the variant limits, by limit index
 
 	// The decode stage's scan results, for the score stage of the same
 	// decoder (scanned by scanDec when it is not nil).
@@ -143,6 +144,9 @@ func (e *Event) reset(r *kgo.Record, now time.Time, source string, lanes []Decid
 		e.RejectedBy = ""
 	}
 	e.lanes = lanes
+	if e.limits != nil {
+		e.limits = nil
+	}
 	if e.scanDec != nil {
 		e.scanDec = nil
 	}

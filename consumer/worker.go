@@ -94,6 +94,10 @@ type Worker struct {
 	// poll loop state
 	reports  []flow.Report
 	nextSync time.Time
+
+	srm                   *srmCheck         // nil without experiments; used by the tuner
+	defsSent, defsPending map[string]string // definition records by key (experiments.go)
+	defsGone              map[string]bool
 }
 
 // NewWorker returns a worker deciding with tree and decoding with dec. The
@@ -138,6 +142,9 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 	}
 	w.rewardDec = rd
 	p := StandardPipeline(dec, c.splitter, c.topics.Output)
+	if err := w.useVariantLimits(p); err != nil {
+		return nil, err
+	}
 	if c.pipeline != nil {
 		if err := c.pipeline(p); err != nil {
 			return nil, err
@@ -155,6 +162,7 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 	if w.caps, err = newCapSet(c.caps, w.reg, w.log); err != nil {
 		return nil, err
 	}
+	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.onProduced = w.produced
 	w.onOutput = func(r *kgo.Record, err error) {
 		w.produced(r, err)
@@ -592,6 +600,9 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 				w.m.snapshot(c.Snapshot())
 			}
 			w.m.viewAge.Set(w.view.Age().Seconds())
+			if w.srm != nil {
+				w.srm.check(w, now, w.variantTotals)
+			}
 		}
 	}
 }

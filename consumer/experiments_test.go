@@ -1,0 +1,249 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/splitter"
+	"github.com/throttler/throttler/stats"
+)
+
+// experimentLayers: layer ui splits every key 50/50 between red and blue
+// (topics out-red and out-blue); layer skew splits them 50/50 between a and
+// b without a topic of its own (ui routes first).
+func experimentLayers() []splitter.Layer {
+	return []splitter.Layer{
+		{Name: "ui", Experiments: []splitter.Experiment{{Name: "color", Allocation: 100,
+			Variants: []splitter.Variant{{Name: "red", Weight: 1, Topic: "out-red"}, {Name: "blue", Weight: 1, Topic: "out-blue"}}}}},
+		{Name: "skew", Experiments: []splitter.Experiment{{Name: "arm", Allocation: 100,
+			Variants: []splitter.Variant{{Name: "a", Weight: 1, Topic: "out"}, {Name: "b", Weight: 1, Topic: "out"}}}}},
+	}
+}
+
+// lossyStage drops every 20th event (by id) assigned to variant b of
+// skew/arm: a deliberately broken arm that loses 5% of its events.
+func lossyStage(next Handler) Handler {
+	return func(e *Event) Outcome {
+		for _, a := range e.Assignments {
+			if a.Layer == "skew" && a.Variant == "b" {
+				var id int
+				fmt.Sscanf(e.Fields.ID, "%d", &id)
+				if id%20 == 0 {
+					return OutcomeDrop
+				}
+			}
+		}
+		return next(e)
+	}
+}
+
+func (env *testEnv) startExperimentWorker(t *testing.T, name string, budgets []flow.Budget, opts ...Opt) *runningWorker {
+	t.Helper()
+	tree, err := flow.NewTree(budgets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder([]string{"a"}, KeyPath("user"), IDPath("id"), RequireKey(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := splitter.New(experimentLayers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("worker", name).Logger()
+	w, err := NewWorker(tree, dec, append([]Opt{
+		ClientOpts(env.clientOpts()...),
+		Group("g"),
+		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq", Stats: "stats", Checkpoints: "ckpt"}),
+		WithSplitter(sp),
+		SyncInterval(200 * time.Millisecond),
+		CommitInterval(50 * time.Millisecond),
+		WithLogger(log),
+		WithRegistry(prometheus.NewRegistry()),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
+	go func() { rw.done <- w.Run(ctx) }()
+	t.Cleanup(func() { rw.stop(t) })
+	return rw
+}
+
+// assignmentsOf returns the layer/experiment/variant of each assignment
+// header triple of r.
+func assignmentsOf(r *kgo.Record) []string {
+	var ls, es, vs []string
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderLayer:
+			ls = append(ls, string(h.Value))
+		case HeaderExperiment:
+			es = append(es, string(h.Value))
+		case HeaderVariant:
+			vs = append(vs, string(h.Value))
+		}
+	}
+	out := make([]string, len(ls))
+	for i := range ls {
+		out[i] = ls[i] + "/" + es[i] + "/" + vs[i]
+	}
+	return out
+}
+
+func gauge(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			return metricValue(m), true
+		}
+	}
+	return 0, false
+}
+
+func metricValue(m *dto.Metric) float64 {
+	if m.Gauge != nil {
+		return m.Gauge.GetValue()
+	}
+	return m.Counter.GetValue()
+}
+
+// TestVariantCountsAndSRM runs 100,000 events with distinct keys through
+// two workers, one of which leaves half way (its partitions continue from
+// their checkpoints on the other), with a fair experiment (ui/color) and a
+// deliberately broken one (skew/arm loses 5% of variant b). The variant
+// counts of the checkpoints and of the stats topic must equal what the
+// output topics hold, and the SRM check must flag skew/arm and not
+// ui/color.
+func TestVariantCountsAndSRM(t *testing.T) {
+	env := newTestEnv(t)
+	const n = 100_000
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		k := fmt.Sprintf("k%d", i)
+		recs[i] = &kgo.Record{Topic: "events", Key: []byte(k), Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"a","user":%q}`, i, k))}
+	}
+	budgets := []flow.Budget{{Name: "a", Target: 1e12, Period: time.Hour}}
+	lossy := CustomizePipeline(func(p *Pipeline) error { p.Use(Stage{"lossy", lossyStage}); return nil })
+	env.produce(recs[:n/4])
+	w1 := env.startExperimentWorker(t, "w1", budgets, lossy)
+	w2 := env.startExperimentWorker(t, "w2", budgets, lossy)
+	for i := n / 4; i < n/2; i += n / 20 {
+		env.produce(recs[i : i+n/20])
+	}
+	env.waitCommitted("events")
+	w2.stop(t) // w1 takes over w2's partitions from their checkpoints
+	env.produce(recs[n/2:])
+	env.waitCommitted("events")
+
+	// What the output topics hold, by assignment.
+	got := env.readAll("out", "out-red", "out-blue")
+	inOutputs := map[string]uint64{}
+	total := 0
+	for _, rs := range got {
+		for _, r := range rs {
+			total++
+			for _, a := range assignmentsOf(r) {
+				inOutputs[a]++
+			}
+		}
+	}
+	dropped := uint64(n - total)
+	if dropped == 0 || inOutputs["skew/arm/b"]+dropped+inOutputs["skew/arm/a"] != n {
+		t.Fatalf("outputs hold %d of %d events: %v", total, n, inOutputs)
+	}
+
+	// The checkpoints count exactly that.
+	inCheckpoints := map[string]uint64{}
+	for _, cp := range env.checkpoints() {
+		for _, vc := range cp.Variants {
+			for _, c := range vc.Counts {
+				inCheckpoints[vc.Layer+"/"+vc.Experiment+"/"+c.Variant] += c.Count
+			}
+		}
+	}
+	if fmt.Sprint(inCheckpoints) != fmt.Sprint(inOutputs) {
+		t.Fatalf("checkpoints count %v, outputs hold %v", inCheckpoints, inOutputs)
+	}
+
+	// So does the stats topic, once the next sync published it.
+	view, err := stats.NewView(context.Background(), "stats", []kgo.Opt{kgo.SeedBrokers(env.addrs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	deadline := time.Now().Add(waitLong)
+	for {
+		inStats := map[string]uint64{}
+		for _, e := range [][2]string{{"ui", "color"}, {"skew", "arm"}} {
+			tot, _ := view.VariantTotals(e[0], e[1])
+			for v, c := range tot {
+				inStats[e[0]+"/"+e[1]+"/"+v] = c
+			}
+		}
+		if fmt.Sprint(inStats) == fmt.Sprint(inOutputs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats topic counts %v, outputs hold %v", inStats, inOutputs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if defs := view.BudgetDefs(); len(defs) != 1 || defs[0].Budget.Name != "a" || defs[0].Budget.Target != 1e12 {
+		t.Errorf("budget definitions on the stats topic: %+v", defs)
+	}
+	if es := view.ExperimentDefs(); len(es) != 2 || es[0].Layer != "skew" || es[1].Variants[0].Weight != 0.5 {
+		t.Errorf("experiment definitions on the stats topic: %+v", es)
+	}
+
+	// The worker's SRM check, every sync interval, from the stats view.
+	fair := splitter.CheckSRM([]uint64{inOutputs["ui/color/red"], inOutputs["ui/color/blue"]}, []float64{1, 1})
+	skewed := splitter.CheckSRM([]uint64{inOutputs["skew/arm/a"], inOutputs["skew/arm/b"]}, []float64{1, 1})
+	t.Logf("ui/color red %d blue %d: chi2 %.3f p %.4g; skew/arm a %d b %d: chi2 %.1f p %.3g",
+		inOutputs["ui/color/red"], inOutputs["ui/color/blue"], fair.Chi2, fair.P,
+		inOutputs["skew/arm/a"], inOutputs["skew/arm/b"], skewed.Chi2, skewed.P)
+	deadline = time.Now().Add(waitLong)
+	for {
+		pFair, ok1 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_p", map[string]string{"layer": "ui", "experiment": "color"})
+		mFair, ok2 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_mismatch", map[string]string{"layer": "ui", "experiment": "color"})
+		pSkew, ok3 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_p", map[string]string{"layer": "skew", "experiment": "arm"})
+		mSkew, ok4 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_mismatch", map[string]string{"layer": "skew", "experiment": "arm"})
+		if ok1 && ok2 && ok3 && ok4 && pFair == fair.P && pSkew == skewed.P {
+			if mFair != 0 || mSkew != 1 {
+				t.Fatalf("mismatch gauges: ui/color %v (p %v), skew/arm %v (p %v)", mFair, pFair, mSkew, pSkew)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SRM gauges did not reach the final counts: ui/color p %v (want %v), skew/arm p %v (want %v)", pFair, fair.P, pSkew, skewed.P)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fair.Mismatch || !fair.Checked || !skewed.Mismatch {
+		t.Fatalf("fair %+v, skewed %+v", fair, skewed)
+	}
+	w1.stop(t)
+}
