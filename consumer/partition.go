@@ -76,6 +76,7 @@ type checkpointLoad struct {
 	done chan struct{}
 	cps  map[string]stats.Checkpoint
 	err  error
+	caps *capsLoad // nil without caps
 }
 
 // start waits for the partition's checkpoint and opens its flow source

@@ -359,6 +359,10 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 	// The topics the worker writes to: created with the input's partition
 	// count when missing (brokers need not auto-create topics).
 	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true}
+	if w.caps != nil {
+		specs = append(specs, stats.CapTopic(w.caps.changelog, parts))
+		seen[w.caps.changelog] = true
+	}
 	outs := append([]string{w.cfg.topics.Output, w.cfg.topics.Rejected, w.cfg.topics.DeadLetter}, w.cfg.splitter.Topics()...)
 	for _, t := range outs {
 		if t != "" && !seen[t] {
@@ -379,7 +383,7 @@ func (w *Worker) newSession() (session, error) {
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.OnPartitionsRevoked(w.onRevoked),
 		kgo.OnPartitionsLost(w.onLost),
-		kgo.RecordPartitioner(stats.Partitioner(nil, w.cfg.topics.Checkpoints)),
+		kgo.RecordPartitioner(stats.Partitioner(nil, append(w.capTopics(), w.cfg.topics.Checkpoints)...)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	)
 	if w.cfg.delivery == AtLeastOnce {
@@ -439,6 +443,7 @@ func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		}
 	}
 	load := &checkpointLoad{done: make(chan struct{})}
+	load.caps = w.startCapsLoad(cl, assigned)
 	go w.loadCheckpoints(load, sources)
 	var started []*partition
 	for t, ps := range assigned {

@@ -1,0 +1,180 @@
+package stats
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The caps changelog.
+//
+// The consumer keeps the state of its per-key caps (one theoretical
+// arrival time, TAT, per key and cap) in a compacted topic partitioned like
+// the input: the state of input partition p is in changelog partition p
+// (produce with Partitioner, the changelog as a manual topic), written in
+// the same transaction as the outputs and offsets. One record per key:
+//
+//	key    source name (SourceName), 0x00, cap name, 0x00, the capped key
+//	       (any bytes; topic and cap names hold no 0x00)
+//	value  byte 0 major version = 1, byte 1 minor = 0, then the TAT in Unix
+//	       nanoseconds as a zig-zag varint; bytes after it are skipped when
+//	       minor > 0 and corrupt in 1.0
+//	       nil (a tombstone): the key is absent (its state expired)
+//
+// LoadCaps reads a partition back.
+
+const (
+	capMajor = 1
+	capMinor = 0
+)
+
+// CapTopic is the spec of the compacted caps changelog: like the
+// checkpoint topic, at least as many partitions as the largest input topic.
+func CapTopic(name string, inputPartitions int32) TopicSpec {
+	return TopicSpec{Name: name, Partitions: inputPartitions, Compact: true}
+}
+
+// CapRecord returns the changelog record of key under cap for source, in
+// partition of topic: its TAT, or a tombstone when deleted.
+func CapRecord(topic string, partition int32, source, cap string, key []byte, tat time.Time, deleted bool) *kgo.Record {
+	k := make([]byte, 0, len(source)+len(cap)+len(key)+2)
+	k = append(append(append(append(append(k, source...), 0), cap...), 0), key...)
+	r := &kgo.Record{Topic: topic, Partition: partition, Key: k}
+	if !deleted {
+		v := make([]byte, 2, 2+binary.MaxVarintLen64)
+		v[0], v[1] = capMajor, capMinor
+		r.Value = binary.AppendVarint(v, tat.UnixNano())
+	}
+	return r
+}
+
+// ParseCapKey splits a changelog record key made by CapRecord. ok is false
+// for a key of another layout.
+func ParseCapKey(k []byte) (source, cap string, key []byte, ok bool) {
+	i := bytes.IndexByte(k, 0)
+	if i <= 0 {
+		return "", "", nil, false
+	}
+	j := bytes.IndexByte(k[i+1:], 0)
+	if j <= 0 {
+		return "", "", nil, false
+	}
+	return string(k[:i]), string(k[i+1 : i+1+j]), k[i+2+j:], true
+}
+
+// DecodeCapValue returns the TAT of a changelog value (not a tombstone).
+func DecodeCapValue(v []byte) (time.Time, error) {
+	d := decoder{what: "cap state", b: v}
+	minor := d.version(capMajor)
+	tat := d.varint()
+	if minor == 0 {
+		d.end()
+	}
+	if d.err != nil {
+		return time.Time{}, d.err
+	}
+	return time.Unix(0, tat), nil
+}
+
+// CapEntry is one record of the changelog, as LoadCaps reads it.
+type CapEntry struct {
+	Source, Cap string
+	Key         []byte // valid only during the callback
+	TAT         time.Time
+	Deleted     bool // a tombstone: the key is absent
+}
+
+// LoadCaps reads the changelog partitions of sources (each source name
+// mapped to its changelog partition) from their start to the high
+// watermarks they have when LoadCaps is called, with read_committed
+// (waiting for transactions open then, as LoadCheckpoints does), and calls
+// fn with every record of those sources in order; applying them in order
+// rebuilds the committed state. A record that cannot be decoded fails the
+// load: a partition's caps must not start from a state older than the
+// committed one.
+func LoadCaps(ctx context.Context, clientOpts []kgo.Opt, topic string, sources map[string]int32, fn func(CapEntry)) error {
+	if topic == "" {
+		return errInvalidConfig("empty caps topic")
+	}
+	if len(sources) == 0 {
+		return nil
+	}
+	parts := make(map[int32]kgo.Offset)
+	for s, p := range sources {
+		if s == "" || p < 0 {
+			return errInvalidConfig("source %q partition %d", s, p)
+		}
+		parts[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := newReader(clientOpts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	starts, ends, err := listOffsets(ctx, adm, topic)
+	if err != nil {
+		return err
+	}
+	wantEnds := make(map[int32]int64, len(parts))
+	for p := range parts {
+		end, ok := ends[p]
+		if !ok {
+			return &TopicError{Topic: topic, Op: "load caps", Err: fmt.Errorf("%w: no partition %d (the topic has %d)", ErrTopicMismatch, p, len(ends))}
+		}
+		wantEnds[p] = end
+	}
+	track := newCatchUp(starts, wantEnds)
+	for !track.done() {
+		pctx, cancel := context.WithTimeout(ctx, recheckEvery)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return &TopicError{Topic: topic, Op: "load caps", Err: err}
+		}
+		var fetchErr error
+		fs.EachError(func(t string, p int32, err error) {
+			if fetchErr == nil && !isStopErr(err) {
+				fetchErr = &TopicError{Topic: topic, Op: fmt.Sprintf("load caps: fetch partition %d", p), Err: err}
+			}
+		})
+		if fetchErr != nil {
+			return fetchErr
+		}
+		var recErr error
+		fs.EachRecord(func(r *kgo.Record) {
+			track.saw(r.Partition, r.Offset)
+			if r.Attrs.IsControl() || recErr != nil {
+				return
+			}
+			src, cp, key, ok := ParseCapKey(r.Key)
+			if p, mine := sources[src]; !ok || !mine || p != r.Partition {
+				return
+			}
+			e := CapEntry{Source: src, Cap: cp, Key: key, Deleted: r.Value == nil}
+			if !e.Deleted {
+				tat, derr := DecodeCapValue(r.Value)
+				if derr != nil {
+					recErr = &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: derr}
+					return
+				}
+				e.TAT = tat
+			}
+			fn(e)
+		})
+		if recErr != nil {
+			return recErr
+		}
+		if fs.Empty() && !track.done() {
+			if starts, _, err := listOffsets(ctx, adm, topic); err == nil {
+				track.starts(starts)
+			}
+		}
+	}
+	return nil
+}
