@@ -32,6 +32,7 @@ var commands = []*command{
 	demoCmd,
 	simulateCmd,
 	benchCmd,
+	statusCmd,
 }
 
 // command is one subcommand.

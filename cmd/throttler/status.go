@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/stats"
+)
+
+var statusCmd = &command{
+	name:    "status",
+	summary: "print budgets' progress and experiments' variant counts and SRM from the stats topic",
+	doc: `Reads the compacted stats topic to its end and prints, per budget, what it
+achieved in its current window or period against the ideal course, its pass
+rate and the time left; per experiment, the cluster-wide variant counts, their
+shares against the weights and the sample-ratio-mismatch p-value, marked
+"` + status.MismatchMark + `" below 0.001. It needs nothing but the stats topic: the workers
+publish their budget and experiment definitions there.
+
+--json prints the same as one JSON document (version 1; README "throttler
+status" describes its fields). Exit status 0 when it printed, 1 when the
+topic cannot be read, 2 for a bad flag.`,
+	setup: func(fs *flag.FlagSet) action {
+		kf := addKafkaFlags(fs)
+		topic := fs.String("stats-topic", "throttler.stats", "the stats `topic` (a config's topics.stats; default <group>.stats)")
+		asJSON := fs.Bool("json", false, "print one JSON document instead of tables")
+		timeout := fs.Duration("timeout", 30*time.Second, "give up reading the topic after this `duration`")
+		return func(ctx context.Context, e *env) error {
+			opts, err := kf.opts()
+			if err != nil {
+				return err
+			}
+			if *topic == "" {
+				return badFlag("stats-topic", "must not be empty")
+			}
+			if *timeout <= 0 {
+				return badFlag("timeout", "must be positive, got %v", *timeout)
+			}
+			ctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			if err := checkFatal(ctx, opts); err != nil {
+				return err
+			}
+			view, err := stats.NewView(ctx, *topic, opts)
+			if errors.Is(err, stats.ErrTopicNotFound) {
+				return fmt.Errorf("stats topic %q not found (is -stats-topic the topics.stats of the workers' config?)", *topic)
+			}
+			if err != nil {
+				return err
+			}
+			defer view.Close()
+			if err := view.WaitCaughtUp(ctx); err != nil {
+				return fmt.Errorf("reading stats topic %q to its end: %w", *topic, err)
+			}
+			st := status.Build(view, *topic, time.Now())
+			if *asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return status.WriteText(e.stdout, st)
+		}
+	},
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/splitter"
+	"github.com/throttler/throttler/stats"
+)
+
+// statusCluster starts kfake with a stats topic holding what two workers
+// would publish: a window budget that ended (ideal = target), a period
+// budget, a fair experiment and a skewed one, over three sources.
+func statusCluster(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := stats.EnsureTopics(ctx, kadm.NewClient(cl), stats.StatsTopic("g.stats", 3)); err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := stats.NewPublisher("g.stats")
+	now := time.Now()
+	begin, end := now.Add(-2*time.Hour), now.Add(-time.Hour)
+	var recs []*kgo.Record
+	add := func(r *kgo.Record, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	add(pub.BudgetRecord(stats.BudgetDef{Budget: flow.Budget{Name: "spring", Target: 6000, Begin: begin, End: end}, At: now}))
+	add(pub.BudgetRecord(stats.BudgetDef{Budget: flow.Budget{Name: "hourly", Target: 100, Period: 1000 * time.Hour}, At: now}))
+	idx := now.UnixNano() / int64(1000*time.Hour)
+	var reports []flow.Report
+	for i, src := range []string{"events/0", "events/1", "events/2"} {
+		reports = append(reports,
+			flow.Report{Budget: "spring", Source: src, At: now, Total: flow.Counters{Offered: 4000, Passed: 2000}, InPeriod: flow.Counters{Offered: 4000, Passed: 2000}},
+			flow.Report{Budget: "hourly", Source: src, At: now, Period: idx, InPeriod: flow.Counters{Offered: 100, Passed: uint64(10 * (i + 1))}},
+			flow.Report{Budget: "hourly", Source: src + "old", At: now, Period: idx - 1, InPeriod: flow.Counters{Offered: 100, Passed: 99}}, // an earlier period: not counted
+		)
+		// fair: 50/50 split counted 24,950 / 25,050 in all; skewed: a
+		// 50/50 split counted 26,000 / 24,000.
+		add(pub.VariantsRecord(stats.VariantCounts{Layer: "ui", Experiment: "color", Source: src, At: now,
+			Counts: []stats.VariantCount{{Variant: "red", Count: []uint64{8000, 8000, 8950}[i]}, {Variant: "blue", Count: []uint64{8000, 9000, 8050}[i]}}}))
+		add(pub.VariantsRecord(stats.VariantCounts{Layer: "skew", Experiment: "arm", Source: src, At: now,
+			Counts: []stats.VariantCount{{Variant: "a", Count: []uint64{9000, 9000, 8000}[i]}, {Variant: "b", Count: 8000}}}))
+	}
+	rs, err := pub.Records(reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs = append(recs, rs...)
+	add(pub.ExperimentRecord(stats.ExperimentDef{Layer: "ui", Experiment: "color", At: now, Variants: []stats.VariantDef{
+		{Name: "red", Weight: 0.5, Topic: "out-red", Limit: splitter.LimitBudget("ui", "color", "red"), Fallback: "output"}, {Name: "blue", Weight: 0.5, Topic: "out-blue"}}}))
+	add(pub.ExperimentRecord(stats.ExperimentDef{Layer: "skew", Experiment: "arm", At: now, Variants: []stats.VariantDef{
+		{Name: "a", Weight: 0.5}, {Name: "b", Weight: 0.5}}}))
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func TestStatusCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	addr := statusCluster(t, ctx)
+
+	code, stdout, stderr := runCLI(t, ctx, "status", "--brokers", addr, "--stats-topic", "g.stats", "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, stderr)
+	}
+	var st status.Status
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if st.Version != 1 || st.StatsTopic != "g.stats" || len(st.Budgets) != 2 || len(st.Experiments) != 2 || st.Mismatches != 1 {
+		t.Fatalf("status: %s", stdout)
+	}
+	hourly, spring := st.Budgets[0], st.Budgets[1]
+	if spring.Name != "spring" || spring.Achieved != 6000 || spring.Ideal != 6000 || spring.Deviation != 0 ||
+		spring.PassRate == nil || *spring.PassRate != 0.5 || spring.TimeLeftSeconds != 0 || spring.Sources != 3 {
+		t.Errorf("spring: %+v", spring)
+	}
+	if hourly.Name != "hourly" || hourly.Achieved != 60 || hourly.Offered != 300 || hourly.PeriodSeconds != 3600000 ||
+		hourly.TimeLeftSeconds <= 0 || hourly.Ideal <= 0 || hourly.Ideal >= 100 {
+		t.Errorf("hourly: %+v", hourly)
+	}
+	skew, ui := st.Experiments[0], st.Experiments[1]
+	fair := splitter.CheckSRM([]uint64{24950, 25050}, []float64{1, 1})
+	if ui.Layer != "ui" || ui.Events != 50000 || ui.SRM.Mismatch || !ui.SRM.Checked || math.Abs(ui.SRM.P-fair.P) > 1e-12 ||
+		ui.Variants[1].Name != "red" || ui.Variants[1].Count != 24950 || ui.Variants[1].Limit == "" || ui.Sources != 3 {
+		t.Errorf("ui/color: %+v", ui)
+	}
+	if skew.Layer != "skew" || !skew.SRM.Mismatch || skew.SRM.P > 1e-10 || *skew.Variants[0].Share != 0.52 {
+		t.Errorf("skew/arm: %+v", skew)
+	}
+	t.Logf("ui/color p %.4g, skew/arm p %.3g", ui.SRM.P, skew.SRM.P)
+
+	code, stdout, stderr = runCLI(t, ctx, "status", "--brokers", addr, "--stats-topic", "g.stats")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	t.Logf("text output:\n%s", stdout)
+	for _, want := range []string{"spring", "6000", "+0.00%", "0.5000", "hourly", "ui/color", "red", "49.90%", "over limit -> output", "skew/arm", status.MismatchMark} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("text output lacks %q", want)
+		}
+	}
+	if strings.Count(stdout, status.MismatchMark) != 1 {
+		t.Errorf("want one mismatch mark:\n%s", stdout)
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	addr := statusCluster(t, ctx)
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"status"}, 2, "-brokers: must list at least one broker"},
+		{[]string{"status", "--brokers", addr, "--stats-topic", ""}, 2, "-stats-topic: must not be empty"},
+		{[]string{"status", "--brokers", addr, "--timeout", "0s"}, 2, "-timeout: must be positive"},
+		{[]string{"status", "--brokers", addr, "--json=maybe"}, 2, "-json"},
+		{[]string{"status", "--brokers", addr, "extra"}, 2, "unexpected argument"},
+		{[]string{"status", "--brokers", addr, "--stats-topic", "nope"}, 1, `stats topic "nope" not found`},
+	} {
+		code, _, stderr := runCLI(t, ctx, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, c.code, c.stderr)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+// Package status builds the cluster status that `throttler status` prints,
+// from what the stats topic holds: budget definitions and reports, and
+// experiment definitions and variant counts (see package stats). It reads
+// no clock and no Kafka: Build takes the instant and a source of records,
+// so it is tested without a broker.
+package status
+
+import (
+	"math"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/splitter"
+	"github.com/throttler/throttler/stats"
+)
+
+// Version is the version of the JSON document (Status). A field is only
+// ever added within a version; a change of meaning or a removal bumps it.
+const Version = 1
+
+// Status is the document `throttler status --json` prints.
+type Status struct {
+	Version     int          `json:"version"`        // Version
+	StatsTopic  string       `json:"stats_topic"`    // the topic read
+	At          time.Time    `json:"at"`             // the instant the figures are computed for (RFC 3339)
+	Budgets     []Budget     `json:"budgets"`        // by name
+	Experiments []Experiment `json:"experiments"`    // by layer, then experiment
+	Mismatches  int          `json:"srm_mismatches"` // experiments flagged by the SRM check
+}
+
+// Budget is one budget's progress in its current window or period.
+type Budget struct {
+	Name   string  `json:"name"`
+	Kind   string  `json:"kind"` // "passes" or "rewards": what Target counts
+	Scored bool    `json:"scored"`
+	Parent string  `json:"parent,omitempty"`
+	Target float64 `json:"target"`
+	// Window budgets: Begin, End, Reserve; period budgets: PeriodSeconds.
+	Begin          *time.Time `json:"begin,omitempty"`
+	End            *time.Time `json:"end,omitempty"`
+	ReserveSeconds float64    `json:"reserve_seconds,omitempty"`
+	PeriodSeconds  float64    `json:"period_seconds,omitempty"`
+	// The current window or period: [Start, Finish).
+	Start  time.Time `json:"start"`
+	Finish time.Time `json:"finish"`
+	// Achieved is what the budget counted in it (passes, or rewards),
+	// summed over the sources; Ideal is where the ideal course is at At;
+	// Deviation is (Achieved-Ideal)/Target.
+	Achieved  float64 `json:"achieved"`
+	Ideal     float64 `json:"ideal"`
+	Deviation float64 `json:"deviation"`
+	Offered   uint64  `json:"offered"`
+	Passed    uint64  `json:"passed"`
+	// PassRate is Passed/Offered in the current window or period; null
+	// when nothing was offered.
+	PassRate *float64 `json:"pass_rate"`
+	// TimeLeftSeconds is the time until the budget must be spent (the end
+	// minus the reserve, or the end of the period), 0 once past.
+	TimeLeftSeconds float64 `json:"time_left_seconds"`
+	// Sources is the number of sources that reported; OldestReport the
+	// age in seconds of the oldest of their reports.
+	Sources         int     `json:"sources"`
+	OldestReportAge float64 `json:"oldest_report_age_seconds"`
+	// Variant is "layer/experiment/variant" for the budget of a variant
+	// limit, else empty.
+	Variant string `json:"variant,omitempty"`
+}
+
+// Experiment is one experiment's cluster-wide variant counts and SRM test.
+type Experiment struct {
+	Layer      string    `json:"layer"`
+	Experiment string    `json:"experiment"`
+	Events     uint64    `json:"events"`
+	Sources    int       `json:"sources"` // sources that reported counts
+	Variants   []Variant `json:"variants"`
+	SRM        SRM       `json:"srm"`
+}
+
+// Variant is one variant's count against its weight.
+type Variant struct {
+	Name   string  `json:"name"`
+	Topic  string  `json:"topic"`
+	Weight float64 `json:"weight"` // its share of the split, 0..1
+	Count  uint64  `json:"count"`
+	// Share is Count over the experiment's Events; null with no events.
+	Share    *float64 `json:"share"`
+	Limit    string   `json:"limit,omitempty"`    // the budget of the variant's limit
+	Fallback string   `json:"fallback,omitempty"` // where events over the limit go
+}
+
+// SRM is the sample-ratio-mismatch test (splitter.CheckSRM).
+type SRM struct {
+	// Checked is false below splitter.SRMMinEvents events (P is 1 then).
+	Checked  bool    `json:"checked"`
+	Chi2     float64 `json:"chi2"`
+	P        float64 `json:"p"`
+	Mismatch bool    `json:"mismatch"` // Checked and P < splitter.SRMAlpha
+}
+
+// Source is what Build reads: a stats.View satisfies it.
+type Source interface {
+	BudgetDefs() []stats.BudgetDef
+	View(budget string, dst []flow.Report) []flow.Report
+	ExperimentDefs() []stats.ExperimentDef
+	VariantTotals(layer, experiment string) (map[string]uint64, int)
+}
+
+// Build computes the status at now from src.
+func Build(src Source, topic string, now time.Time) Status {
+	st := Status{Version: Version, StatsTopic: topic, At: now.UTC(), Budgets: []Budget{}, Experiments: []Experiment{}}
+	limitOf := map[string]string{}
+	for _, e := range src.ExperimentDefs() {
+		x := experiment(src, e)
+		if x.SRM.Mismatch {
+			st.Mismatches++
+		}
+		for _, v := range e.Variants {
+			if v.Limit != "" {
+				limitOf[v.Limit] = e.Layer + "/" + e.Experiment + "/" + v.Name
+			}
+		}
+		st.Experiments = append(st.Experiments, x)
+	}
+	var reps []flow.Report
+	for _, d := range src.BudgetDefs() {
+		reps = src.View(d.Budget.Name, reps[:0])
+		b := budget(d.Budget, reps, now)
+		b.Variant = limitOf[b.Name]
+		st.Budgets = append(st.Budgets, b)
+	}
+	return st
+}
+
+func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
+	b := Budget{Name: d.Name, Kind: "passes", Scored: d.Scored, Parent: d.Parent, Target: d.Target}
+	if d.Rewards {
+		b.Kind = "rewards"
+	}
+	var start, end time.Time
+	var idx int64
+	if d.Period > 0 {
+		b.PeriodSeconds = d.Period.Seconds()
+		anchor := time.Unix(0, 0)
+		if !d.Begin.IsZero() {
+			anchor = d.Begin
+		}
+		n := now.Sub(anchor)
+		idx = int64(n / d.Period)
+		if n < 0 && n%d.Period != 0 {
+			idx--
+		}
+		start = anchor.Add(time.Duration(idx) * d.Period)
+		end = start.Add(d.Period)
+	} else {
+		start, end = d.Begin, d.End
+		b.Begin, b.End = &start, &end
+		b.ReserveSeconds = d.Reserve.Seconds()
+	}
+	b.Start, b.Finish = start.UTC(), end.UTC()
+	due := end
+	if d.Period == 0 {
+		due = end.Add(-d.Reserve)
+	}
+	b.TimeLeftSeconds = max(due.Sub(now).Seconds(), 0)
+	switch span := due.Sub(start); {
+	case !now.After(start):
+		b.Ideal = 0
+	case !now.Before(due) || span <= 0:
+		b.Ideal = d.Target
+	default:
+		b.Ideal = d.Target * float64(now.Sub(start)) / float64(span)
+	}
+	var rewards float64
+	for _, r := range reps {
+		b.Sources++
+		b.OldestReportAge = max(b.OldestReportAge, now.Sub(r.At).Seconds())
+		if r.Period != idx {
+			continue // counts of an earlier period
+		}
+		b.Offered += r.InPeriod.Offered
+		b.Passed += r.InPeriod.Passed
+		rewards += r.InPeriod.Rewards
+	}
+	b.Achieved = float64(b.Passed)
+	if d.Rewards {
+		b.Achieved = rewards
+	}
+	if b.Offered > 0 {
+		pr := float64(b.Passed) / float64(b.Offered)
+		b.PassRate = &pr
+	}
+	if d.Target > 0 {
+		b.Deviation = (b.Achieved - b.Ideal) / d.Target
+	}
+	return b
+}
+
+func experiment(src Source, e stats.ExperimentDef) Experiment {
+	totals, sources := src.VariantTotals(e.Layer, e.Experiment)
+	x := Experiment{Layer: e.Layer, Experiment: e.Experiment, Sources: sources}
+	obs := make([]uint64, len(e.Variants))
+	weights := make([]float64, len(e.Variants))
+	var wsum float64
+	for i, v := range e.Variants {
+		obs[i] = totals[v.Name]
+		weights[i] = v.Weight
+		wsum += v.Weight
+		x.Events += obs[i]
+	}
+	for i, v := range e.Variants {
+		xv := Variant{Name: v.Name, Topic: v.Topic, Weight: v.Weight / wsum, Count: obs[i], Limit: v.Limit, Fallback: v.Fallback}
+		if x.Events > 0 {
+			s := float64(obs[i]) / float64(x.Events)
+			xv.Share = &s
+		}
+		x.Variants = append(x.Variants, xv)
+	}
+	r := splitter.CheckSRM(obs, weights)
+	x.SRM = SRM{Checked: r.Checked, Chi2: r.Chi2, P: r.P, Mismatch: r.Mismatch}
+	if math.IsNaN(x.SRM.P) {
+		x.SRM.P = 1
+	}
+	return x
+}

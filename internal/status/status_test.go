@@ -1,0 +1,82 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/stats"
+)
+
+type fakeSource struct {
+	defs    []stats.BudgetDef
+	reports map[string][]flow.Report
+	exps    []stats.ExperimentDef
+	totals  map[string]map[string]uint64
+}
+
+func (f fakeSource) BudgetDefs() []stats.BudgetDef { return f.defs }
+func (f fakeSource) View(b string, dst []flow.Report) []flow.Report {
+	return append(dst, f.reports[b]...)
+}
+func (f fakeSource) ExperimentDefs() []stats.ExperimentDef { return f.exps }
+func (f fakeSource) VariantTotals(l, e string) (map[string]uint64, int) {
+	return f.totals[l+"/"+e], len(f.totals[l+"/"+e])
+}
+
+// TestBuild: step instants t0..t2 through a window with a reserve, a
+// rewards period budget and an experiment below the SRM minimum.
+func TestBuild(t *testing.T) {
+	begin := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	src := fakeSource{
+		defs: []stats.BudgetDef{
+			{Budget: flow.Budget{Name: "w", Target: 1000, Begin: begin, End: begin.Add(100 * time.Second), Reserve: 20 * time.Second}},
+			{Budget: flow.Budget{Name: "clicks", Target: 50, Period: time.Minute, Rewards: true}},
+		},
+		reports: map[string][]flow.Report{
+			"w": {{Source: "e/0", At: begin.Add(40 * time.Second), InPeriod: flow.Counters{Offered: 1000, Passed: 500}}},
+			"clicks": {
+				{Source: "e/0", At: begin, Period: begin.Unix() / 60, InPeriod: flow.Counters{Offered: 10, Passed: 10, Rewards: 2.5}},
+				{Source: "e/1", At: begin, Period: begin.Unix()/60 - 1, InPeriod: flow.Counters{Offered: 10, Passed: 10, Rewards: 40}},
+			},
+		},
+		exps:   []stats.ExperimentDef{{Layer: "l", Experiment: "x", Variants: []stats.VariantDef{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}}},
+		totals: map[string]map[string]uint64{"l/x": {"a": 100, "b": 500}},
+	}
+	for _, step := range []struct {
+		at                   time.Duration
+		ideal, left          float64
+		clickIdeal, clickGot float64
+	}{
+		{-time.Second, 0, 81, 50.0 * 59 / 60, 40}, // before the window; the previous minute, e/1 counts
+		{40 * time.Second, 500, 40, 50.0 * 40 / 60, 2.5},
+		{90 * time.Second, 1000, 0, 50.0 * 30 / 60, 0}, // in the reserve; the next minute
+	} {
+		now := begin.Add(step.at)
+		st := Build(src, "s", now)
+		w, c := st.Budgets[0], st.Budgets[1]
+		if w.Ideal != step.ideal || w.TimeLeftSeconds != step.left || w.Achieved != 500 || *w.PassRate != 0.5 {
+			t.Errorf("at %v: window %+v", step.at, w)
+		}
+		if d := c.Ideal - step.clickIdeal; d > 1e-9 || d < -1e-9 || c.Achieved != step.clickGot || c.Kind != "rewards" {
+			t.Errorf("at %v: clicks ideal %v achieved %v, want %v %v", step.at, c.Ideal, c.Achieved, step.clickIdeal, step.clickGot)
+		}
+		x := st.Experiments[0]
+		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 {
+			t.Errorf("experiment %+v", x)
+		}
+	}
+	// An empty topic prints, and its JSON has empty lists, not nulls.
+	var buf bytes.Buffer
+	st := Build(fakeSource{}, "s", begin)
+	if err := WriteText(&buf, st); err != nil || !strings.Contains(buf.String(), "no budget definitions") {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	b, _ := json.Marshal(st)
+	if !strings.Contains(string(b), `"budgets":[]`) || !strings.Contains(string(b), `"experiments":[]`) {
+		t.Fatalf("%s", b)
+	}
+}

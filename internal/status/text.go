@@ -1,0 +1,79 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/throttler/throttler/splitter"
+)
+
+// MismatchMark marks an experiment whose SRM p-value is below
+// splitter.SRMAlpha in the text output.
+const MismatchMark = "!! SRM"
+
+// WriteText prints st as two tables: budgets, then experiments.
+func WriteText(w io.Writer, st Status) error {
+	fmt.Fprintf(w, "stats topic %s at %s\n\n", st.StatsTopic, st.At.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	if len(st.Budgets) == 0 {
+		fmt.Fprintln(tw, "no budget definitions on the stats topic (no worker has published yet)")
+	} else {
+		fmt.Fprintln(tw, "BUDGET\tKIND\tTARGET\tACHIEVED\tIDEAL\tDEVIATION\tPASS RATE\tTIME LEFT\tSOURCES\tCURRENT")
+		for _, b := range st.Budgets {
+			pr := "-"
+			if b.PassRate != nil {
+				pr = fmt.Sprintf("%.4f", *b.PassRate)
+			}
+			cur := b.Start.Format(time.RFC3339) + " .. " + b.Finish.Format(time.RFC3339)
+			if b.PeriodSeconds > 0 {
+				cur = "period " + cur
+			}
+			name := b.Name
+			if b.Parent != "" {
+				name += " (in " + b.Parent + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%g\t%s\t%.1f\t%+.2f%%\t%s\t%s\t%d\t%s\n", name, b.Kind, b.Target,
+				num(b.Achieved), b.Ideal, 100*b.Deviation, pr, (time.Duration(b.TimeLeftSeconds) * time.Second).String(), b.Sources, cur)
+		}
+	}
+	fmt.Fprintln(tw)
+	if len(st.Experiments) == 0 {
+		fmt.Fprintln(tw, "no experiment definitions on the stats topic")
+	} else {
+		fmt.Fprintln(tw, "EXPERIMENT\tVARIANT\tWEIGHT\tCOUNT\tSHARE\tLIMIT\tSRM")
+		for _, x := range st.Experiments {
+			srm := fmt.Sprintf("p=%.3g chi2=%.2f", x.SRM.P, x.SRM.Chi2)
+			switch {
+			case !x.SRM.Checked:
+				srm = fmt.Sprintf("not checked: %d events, needs %d", x.Events, splitter.SRMMinEvents)
+			case x.SRM.Mismatch:
+				srm += "  " + MismatchMark + fmt.Sprintf(" (p < %g: the counts do not follow the weights)", splitter.SRMAlpha)
+			}
+			for i, v := range x.Variants {
+				share := "-"
+				if v.Share != nil {
+					share = fmt.Sprintf("%.2f%%", 100**v.Share)
+				}
+				lim := "-"
+				if v.Limit != "" {
+					lim = "over limit -> " + v.Fallback
+				}
+				name, s := "", ""
+				if i == 0 {
+					name, s = x.Layer+"/"+x.Experiment, srm
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%s\t%s\n", name, v.Name, 100*v.Weight, v.Count, share, lim, s)
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+// num prints a count without a fraction, rewards with two decimals.
+func num(x float64) string {
+	s := fmt.Sprintf("%.2f", x)
+	return strings.TrimSuffix(s, ".00")
+}
