@@ -30,6 +30,12 @@ type Config struct {
 	CommitInterval time.Duration `yaml:"commit_interval"`
 	// Fields locates the values the worker reads in each event.
 	Fields Fields `yaml:"fields"`
+	// DedupWindow turns on duplicate detection: an event whose id
+	// (fields.id, then required) repeats one of the last DedupWindow
+	// distinct ids of its partition goes to the dead-letter topic with
+	// reason duplicate_id. Per partition and in memory (see
+	// consumer.DedupStage). Default 0: off.
+	DedupWindow int `yaml:"dedup_window"`
 	// Rewards locates the values the worker reads in each reward event.
 	Rewards Rewards `yaml:"rewards"`
 	// Budgets are the flow budgets; at least one.

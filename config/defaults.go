@@ -14,6 +14,8 @@ const (
 	// DefaultPartitions is the partition count of created topics when
 	// neither topics.partitions nor the input topic gives one.
 	DefaultPartitions int32 = 12
+	// MaxDedupWindow bounds dedup_window (ids kept per partition).
+	MaxDedupWindow = 10_000_000
 	// MinSyncInterval is the shortest sync_interval Validate accepts.
 	MinSyncInterval = 10 * time.Millisecond
 )

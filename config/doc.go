@@ -43,6 +43,7 @@
 //	  score: score                       # optional; or score_expr, not both
 //	  score_expr: "score * 2"            # optional expression over fields
 //	  time: ts                           # optional; default: the record timestamp
+//	dedup_window: 10000                  # optional: dead-letter an id repeated within the last N ids of its partition (needs fields.id; default 0 = off)
 //	rewards:                             # required when topics.rewards is set
 //	  budget: campaign                   # path in reward events naming the budget
 //	  value: value                       # optional; default: each reward counts 1

@@ -48,6 +48,14 @@ func (c *Config) Validate() error {
 	}
 	v.timeouts(c)
 	v.fields(c)
+	switch {
+	case c.DedupWindow < 0:
+		v.add("dedup_window", fmt.Sprintf("must be at least 0, got %d", c.DedupWindow))
+	case c.DedupWindow > MaxDedupWindow:
+		v.add("dedup_window", fmt.Sprintf("must be at most %d ids per partition, got %d", MaxDedupWindow, c.DedupWindow))
+	case c.DedupWindow > 0 && c.Fields.ID == "":
+		v.add("dedup_window", "needs fields.id: duplicates are found by the event id")
+	}
 	v.rewards(c)
 	v.budgets(c)
 	v.caps(c)

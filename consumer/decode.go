@@ -12,8 +12,11 @@ import (
 // Decoder defaults.
 const (
 	DefaultBudgetPath = "budget"
-	DefaultMaxBytes   = 1 << 20
-	DefaultMaxDepth   = 32
+	// DefaultMaxBytes leaves room for the headers the worker adds under
+	// the 1 MiB a record of an output topic may take (Kafka's default
+	// message.max.bytes is 1,048,588; see ProducerLimits).
+	DefaultMaxBytes = 1_000_000
+	DefaultMaxDepth = 32
 )
 
 // DecodeOpt configures a Decoder.
@@ -67,7 +70,9 @@ func ScoreExpr(src string) DecodeOpt { return decodeOpt(func(c *decodeCfg) { c.s
 func TimePath(p string) DecodeOpt { return decodeOpt(func(c *decodeCfg) { c.timePath = p }) }
 
 // MaxBytes sets the largest record value accepted, in bytes. Default
-// DefaultMaxBytes (1 MiB).
+// DefaultMaxBytes (1,000,000). A larger value needs larger
+// message.max.bytes on the output topics and ProducerBatchMaxBytes in
+// ClientOpts.
 func MaxBytes(n int) DecodeOpt { return decodeOpt(func(c *decodeCfg) { c.maxBytes = n }) }
 
 // MaxDepth sets the deepest nesting of objects and arrays accepted. Default

@@ -30,7 +30,10 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 		names[i] = b.Name
 	}
 	f := c.Fields
-	dopts := []DecodeOpt{KeyPath(f.Key), IDPath(f.ID), ScorePath(f.Score), ScoreExpr(f.ScoreExpr), TimePath(f.Time)}
+	dopts := []DecodeOpt{KeyPath(f.Key), IDPath(f.ID), ScorePath(f.Score), ScoreExpr(f.ScoreExpr), TimePath(f.Time),
+		// Experiments bucket events by key: a keyless event is a bad
+		// record rather than one that escapes bucketing unseen.
+		RequireKey(len(c.Layers) > 0)}
 	if f.Budget != "" {
 		dopts = append(dopts, BudgetPath(f.Budget))
 	}
@@ -81,6 +84,9 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 			return nil, nil, err
 		}
 		all = append(all, WithCaps(c.Topics.Caps, specs...))
+	}
+	if c.DedupWindow > 0 {
+		all = append(all, DedupWindow(c.DedupWindow))
 	}
 	if c.SyncInterval > 0 {
 		all = append(all, SyncInterval(c.SyncInterval))

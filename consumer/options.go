@@ -84,6 +84,7 @@ type cfg struct {
 	ensureTopics     bool
 	caps             *capsCfg
 	variantLimits    []VariantLimit
+	dedupWindow      int
 }
 
 func defaultCfg() cfg {
@@ -136,6 +137,8 @@ func (c *cfg) validate() error {
 		return bad("WithDelivery", "unknown delivery")
 	case c.now == nil:
 		return bad("WithClock", "nil clock")
+	case c.dedupWindow < 0:
+		return bad("DedupWindow", "must not be negative")
 	}
 	if len(c.topics.Rewards) > 0 && c.rewardBudgetPath == "" {
 		return bad("RewardPaths", "empty budget path")
@@ -254,3 +257,18 @@ func EnsureTopics(on bool) Opt { return optFunc(func(c *cfg) { c.ensureTopics = 
 func ClientTuning() []kgo.Opt {
 	return nil
 }
+
+// ProducerLimits returns the kgo options that let the worker's producer
+// write a record of up to 1 MiB (kgo's default batch limit is 1,000,012
+// bytes, less than Kafka's default message.max.bytes of 1,048,588), so
+// that an event of DefaultMaxBytes with the worker's headers fits. The
+// worker puts them before ClientOpts, which may override them.
+func ProducerLimits() []kgo.Opt {
+	return []kgo.Opt{kgo.ProducerBatchMaxBytes(1 << 20)}
+}
+
+// DedupWindow makes the worker dead-letter events whose id (the
+// decoder's IDPath, which must be set) repeats an id among the last n
+// distinct ids of the same partition (ReasonDuplicateID; see DedupStage
+// for the exact rule). The stage runs right after decode. Default 0: off.
+func DedupWindow(n int) Opt { return optFunc(func(c *cfg) { c.dedupWindow = n }) }

@@ -224,7 +224,11 @@ func (p *partition) deadLetter(e *Event) {
 	p.counts.dead[e.Err.Reason]++
 	p.w.log.Debug().Str("source", p.source).Int64("offset", e.Record.Offset).
 		Str("stage", e.Err.Stage).Str("reason", string(e.Err.Reason)).Msg("dead letter")
-	p.w.produceOutput(outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false))
+	out := outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false)
+	if e.Err.Reason == ReasonTooLarge {
+		cutDeadLetter(out, p.w.dec.cfg.maxBytes)
+	}
+	p.w.produceOutput(out)
 }
 
 // processReward credits one reward record to its budget's lane.

@@ -145,6 +145,14 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 	if err := w.useVariantLimits(p); err != nil {
 		return nil, err
 	}
+	if c.dedupWindow > 0 {
+		if dec.cfg.idPath == "" {
+			return nil, &ConfigError{Option: "DedupWindow", Reason: "needs the decoder's IDPath"}
+		}
+		if err := p.Insert(StageScore, Stage{StageDedup, DedupStage(c.dedupWindow)}); err != nil {
+			return nil, err
+		}
+	}
 	if c.pipeline != nil {
 		if err := c.pipeline(p); err != nil {
 			return nil, err
@@ -375,7 +383,7 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 
 func (w *Worker) newSession() (session, error) {
 	topics := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
-	opts := append(append(ClientTuning(), w.cfg.clientOpts...),
+	opts := append(append(append(ClientTuning(), ProducerLimits()...), w.cfg.clientOpts...),
 		kgo.ConsumerGroup(w.cfg.group),
 		kgo.ConsumeTopics(topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),

@@ -1,0 +1,68 @@
+package consumer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// TestDedupStage steps one stage through ids on two partitions: repeats
+// are dead letters naming the first offset, other partitions have their
+// own window, a replay from before the first copy (after an aborted
+// transaction) passes again, and the window forgets its oldest ids.
+func TestDedupStage(t *testing.T) {
+	h := DedupStage(3)(func(*Event) Outcome { return OutcomePass })
+	steps := []struct {
+		part   int32
+		offset int64
+		id     string
+		want   Outcome
+		detail string
+	}{
+		{0, 10, "a", OutcomePass, ""},
+		{0, 11, "b", OutcomePass, ""},
+		{0, 12, "a", OutcomeDeadLetter, "first seen at offset 10"},
+		{1, 5, "a", OutcomePass, ""},  // another partition
+		{0, 13, "", OutcomePass, ""},  // no id
+		{0, 10, "a", OutcomePass, ""}, // replay of the first copy
+		{0, 11, "b", OutcomePass, ""},
+		{0, 12, "a", OutcomeDeadLetter, "first seen at offset 10"},
+		{0, 14, "c", OutcomePass, ""},
+		{0, 15, "d", OutcomePass, ""}, // window of 3: "a" is forgotten
+		{0, 16, "a", OutcomePass, ""},
+		{0, 17, "d", OutcomeDeadLetter, "first seen at offset 15"},
+		{0, 18, "b", OutcomePass, ""}, // "b" went when "a" came back
+	}
+	for i, s := range steps {
+		e := NewEvent(&kgo.Record{Topic: "in", Partition: s.part, Offset: s.offset}, time.Time{})
+		e.Fields.ID = s.id
+		got := h(e)
+		if got != s.want {
+			t.Fatalf("step %d (%+v): %v", i, s, got)
+		}
+		if got == OutcomeDeadLetter && (e.Err.Reason != ReasonDuplicateID || e.Err.Stage != StageDedup || e.Err.Detail != s.detail) {
+			t.Fatalf("step %d: error %+v, want %s", i, e.Err, s.detail)
+		}
+	}
+}
+
+// TestDedupNeedsID checks the worker option's check.
+func TestDedupNeedsID(t *testing.T) {
+	dec, err := NewDecoder([]string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := flow.NewTree([]flow.Budget{{Name: "a", Target: 10, Period: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewWorker(tree, dec, ClientOpts(kgo.SeedBrokers("127.0.0.1:1")), WithTopics(Topics{
+		Input: []string{"in"}, Output: "out", DeadLetter: "dlq", Stats: "s", Checkpoints: "c",
+	}), DedupWindow(10))
+	if err == nil {
+		t.Fatal("DedupWindow without IDPath accepted")
+	}
+}

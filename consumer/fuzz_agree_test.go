@@ -1,0 +1,68 @@
+package consumer
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// FuzzDecodeScanAgrees checks the decoder's one-pass scanner against the
+// slow path it falls back to (check, then gjson for every field): for any
+// record both accept the same records with the same fields and score, and
+// refuse the others for the same reason. Two decoders: one whose paths
+// are all simple (the scanner captures them), one with a score expression
+// and nested paths.
+func FuzzDecodeScanAgrees(f *testing.F) {
+	for _, s := range []string{
+		`{"budget":"spring","user":"u","id":1,"score":2,"ts":5}`,
+		`{"budget":"summer","user":"u\u00e9","id":"x","score":1e999,"ts":"2026-01-01T00:00:00Z"}`,
+		`{"budget":"spring","user":{"a":1},"id":1}`, `{"budget":"spring","a":{"b":3},"id":[1]}`,
+		`{"budget":"spring"`, `[]`, `null`, ``, "\xff", `{"budget":{"a":[[[[[[1]]]]]]}}`,
+		`{"budget":"spring","score":-0,"id":1}`, `{"budget":"spring","user":null}`, `{"a":"\"}`,
+		` {"budget" : "spring" , "id":"1", "ts": 1.5e3, "score": "3"} `, `{"budget":"spring","budget":"summer","id":1}`,
+		`{"budget":"spr\u0069ng","id":1,"ts":-1}`, `{"budget":"spring","id":1,"ts":253402300800000}`,
+	} {
+		f.Add([]byte("key"), []byte(s))
+	}
+	simple, err := NewDecoder(testBudgets, KeyPath("user"), IDPath("id"), ScorePath("score"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
+	if err != nil {
+		f.Fatal(err)
+	}
+	nested, err := NewDecoder(testBudgets, KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + a.b"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
+	if err != nil {
+		f.Fatal(err)
+	}
+	ts := time.UnixMilli(42)
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		for _, d := range []*Decoder{simple, nested} {
+			var fast, slow Decoded
+			var buf [scanBuf]span
+			res := d.results(&buf)
+			scanned, errFast := d.decode(key, value, ts, &fast, res)
+			if errFast == nil {
+				errFast = d.score(value, &fast, res, scanned)
+			}
+			slow.clear()
+			var errSlow error
+			if reason := d.check(value); reason != "" {
+				errSlow = recErr(StageDecode, reason, "", "")
+			} else if errSlow = d.fields(key, value, ts, &slow, nil, false); errSlow == nil {
+				errSlow = d.score(value, &slow, nil, false)
+			}
+			var rf, rs *RecordError
+			switch {
+			case errFast == nil && errSlow == nil:
+				if fast.Budget != slow.Budget || fast.BudgetIndex != slow.BudgetIndex || fast.Key != slow.Key ||
+					fast.ID != slow.ID || fast.Score != slow.Score || !fast.Time.Equal(slow.Time) {
+					t.Fatalf("scanned %v: fast %+v, slow %+v", scanned, fast, slow)
+				}
+			case errors.As(errFast, &rf) && errors.As(errSlow, &rs):
+				if rf.Reason != rs.Reason || rf.Stage != rs.Stage {
+					t.Fatalf("scanned %v: fast %v, slow %v", scanned, errFast, errSlow)
+				}
+			default:
+				t.Fatalf("scanned %v: fast %v (%+v), slow %v (%+v)", scanned, errFast, fast, errSlow, slow)
+			}
+		}
+	})
+}

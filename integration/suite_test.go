@@ -1,0 +1,340 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/kafkaconn"
+	"github.com/throttler/throttler/stats"
+)
+
+// This file is the end-to-end body shared by every broker the suite runs
+// on: the embedded kfake broker (TestBadInputKfake) and real Kafka images
+// through testcontainers-go (TestBadInputKafkaContainer). It takes broker
+// addresses, so that it asserts the same things everywhere.
+
+// badKind is one kind of bad record: how it is made and where it must end.
+type badKind struct {
+	name   string
+	key    []byte // nil: no record key
+	value  []byte
+	reason consumer.Reason // expected throttler-reason on the dead letter
+}
+
+// hugeValue is a JSON object larger than the decoder's maximum record size.
+func hugeValue() []byte {
+	return []byte(`{"id":"huge","campaign":"open","user":"u1","pad":"` + strings.Repeat("x", 3*consumer.DefaultMaxBytes/2) + `"}`)
+}
+
+// badKinds returns the bad records the suite sends, each meant to go to
+// the dead-letter topic with its reason. dupOf is the value of a good
+// record sent earlier with key "u7", which the duplicate repeats.
+func badKinds(dupOf []byte) []badKind {
+	ev := func(fields string) []byte {
+		return []byte(`{"campaign":"open","user":"u7","ts":1795341600000,` + fields + `}`)
+	}
+	deep := strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100)
+	return []badKind{
+		{"not JSON", []byte("u1"), []byte("hello, world"), consumer.ReasonNotJSON},
+		{"truncated JSON", []byte("u1"), []byte(`{"id":"t1","campaign":"open","user":"u`), consumer.ReasonTruncated},
+		{"JSON array, not an object", []byte("u1"), []byte(`[1,2,3]`), consumer.ReasonNotObject},
+		{"bare NaN score (not JSON)", []byte("u1"), ev(`"id":"n0","score":NaN`), consumer.ReasonNotJSON},
+		{"score NaN as a string", []byte("u1"), ev(`"id":"n1","score":"NaN"`), consumer.ReasonScoreType},
+		{"score +Inf (1e999)", []byte("u1"), ev(`"id":"n2","score":1e999`), consumer.ReasonScoreNotFinite},
+		{"score -Inf (-1e999)", []byte("u1"), ev(`"id":"n3","score":-1e999`), consumer.ReasonScoreNotFinite},
+		{"negative score", []byte("u1"), ev(`"id":"n4","score":-0.5`), consumer.ReasonScoreNegative},
+		{"score of the wrong type (bool)", []byte("u1"), ev(`"id":"n5","score":true`), consumer.ReasonScoreType},
+		{"missing score", []byte("u1"), ev(`"id":"n6"`), consumer.ReasonMissingScore},
+		{"missing budget field", []byte("u1"), []byte(`{"id":"m1","user":"u1","score":1}`), consumer.ReasonMissingBudget},
+		{"null budget field", []byte("u1"), []byte(`{"id":"m2","campaign":null,"user":"u1","score":1}`), consumer.ReasonMissingBudget},
+		{"budget of the wrong type (number)", []byte("u1"), []byte(`{"id":"m3","campaign":42,"user":"u1","score":1}`), consumer.ReasonBudgetType},
+		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1}`), consumer.ReasonUnknownBudget},
+		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), consumer.ReasonTooLarge},
+		{"empty value", []byte("u1"), []byte{}, consumer.ReasonEmptyValue},
+		{"null value (tombstone)", []byte("u1"), nil, consumer.ReasonEmptyValue},
+		{"blank value", []byte("u1"), []byte(" \n\t "), consumer.ReasonEmptyValue},
+		{"null key where experiments need one", nil, []byte(`{"id":"k1","campaign":"open","user":null,"score":1}`), consumer.ReasonMissingKey},
+		{"key of the wrong type (object)", []byte("u1"), []byte(`{"id":"k2","campaign":"open","user":{"a":1},"score":1}`), consumer.ReasonKeyType},
+		{"invalid UTF-8", []byte("u1"), []byte("{\"id\":\"u8\",\"campaign\":\"open\",\"user\":\"\xff\xfe\",\"score\":1}"), consumer.ReasonInvalidUTF8},
+		{"deeply nested (100 levels)", []byte("u1"), []byte(`{"id":"d1","campaign":"open","user":"u1","score":1,"x":` + deep + `}`), consumer.ReasonTooDeep},
+		{"missing id", []byte("u1"), ev(`"score":1`), consumer.ReasonMissingID},
+		{"id of the wrong type (array)", []byte("u1"), ev(`"id":[1],"score":1`), consumer.ReasonIDType},
+		{"bad event time", []byte("u1"), []byte(`{"id":"t2","campaign":"open","user":"u1","ts":"yesterday","score":1}`), consumer.ReasonBadTime},
+		{"negative event time", []byte("u1"), []byte(`{"id":"t3","campaign":"open","user":"u1","ts":-5,"score":1}`), consumer.ReasonBadTime},
+		{"duplicate id", []byte("u7"), dupOf, consumer.ReasonDuplicateID},
+	}
+}
+
+// suiteTimeout bounds the whole suite body.
+const suiteTimeout = 3 * time.Minute
+
+// runBadInputSuite sends good events with every kind of bad record between
+// them through one worker (exactly-once) and checks where each one ended:
+// every bad record in the dead-letter topic with its reason and source
+// position, every good event in exactly one of the output and rejected
+// topics, nothing else written, and the committed checkpoints counting as
+// many passes as the output holds. brokers and sec reach the cluster.
+func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
+	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+	defer cancel()
+	// Unique names, so that a shared cluster can run the suite twice.
+	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	topic := func(s string) string { return "bad-" + run + "-" + s }
+	events, passed, rejected, dlq := topic("events"), topic("passed"), topic("rejected"), topic("dlq")
+
+	conn, err := kafkaconn.Opts(brokers, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(append(conn, kgo.ProducerBatchMaxBytes(4<<20), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	big := "4194304" // the input topic accepts the huge record; the worker must not choke on it
+	if _, err := adm.CreateTopic(ctx, 3, -1, map[string]*string{"max.message.bytes": &big}, events); err != nil {
+		t.Fatalf("create %s: %v", events, err)
+	}
+
+	now := time.Now()
+	cfg, err := config.Parse(fmt.Appendf(nil, `brokers: [%s]
+group: %s
+topics: {input: [%s], output: %s, rejected: %s, dead_letter: %s, partitions: 3}
+fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+dedup_window: 1000
+commit_interval: 50ms
+budgets:
+  - {name: open, target: 1e9, begin: %s, end: %s}
+  - {name: tight, target: 1, period: 1h}
+layers:
+  - name: ui
+    experiments:
+      - name: colour
+        allocation: 50
+        variants:
+          - {name: red, weight: 1, topic: %s}
+          - {name: blue, weight: 1, topic: %s}
+http: {listen: "127.0.0.1:0"}
+`, strings.Join(brokers, ","), topic("group"), events, passed, rejected, dlq,
+		now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), passed, passed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Security = sec
+
+	// Good events: "open" passes nearly all, "tight" rejects all but one.
+	// Bad records sit between them, in order, on every partition.
+	type sent struct {
+		bad    *badKind
+		budget string
+	}
+	var recs []*kgo.Record
+	want := map[int]sent{}
+	add := func(key, value []byte, s sent) {
+		seq := len(recs)
+		want[seq] = s
+		recs = append(recs, &kgo.Record{Topic: events, Key: key, Value: value,
+			Headers: []kgo.RecordHeader{{Key: "suite-seq", Value: []byte(strconv.Itoa(seq))}}})
+	}
+	good := func(i int) {
+		budget := "open"
+		if i%5 == 0 {
+			budget = "tight"
+		}
+		user := fmt.Sprintf("u%d", i%11)
+		add([]byte(user), fmt.Appendf(nil, `{"id":"g%d","campaign":%q,"user":%q,"score":%d,"ts":1795341600000}`, i, budget, user, i%7), sent{budget: budget})
+	}
+	const goods = 300
+	first := []byte(`{"id":"g-dup","campaign":"open","user":"u7","score":1,"ts":1795341600000}`)
+	add([]byte("u7"), first, sent{budget: "open"})
+	kinds := badKinds(first)
+	for i := range goods {
+		good(i)
+		if k := i / 10; i%10 == 5 && k < len(kinds) {
+			add(kinds[k].key, kinds[k].value, sent{bad: &kinds[k]})
+		}
+	}
+	if got := len(want) - goods - 1; got != len(kinds) {
+		t.Fatalf("sent %d bad records, want %d", got, len(kinds))
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	w, _, err := consumer.FromConfig(cfg, consumer.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	waitCommitted(ctx, t, adm, cfg.Group, events)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+
+	got := readCommitted(ctx, t, conn, passed, rejected, dlq)
+	where := map[int]*kgo.Record{}
+	for _, r := range got {
+		s, _ := consumer.HeaderValue(r, "suite-seq")
+		seq, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("%s: record without suite-seq header: %q", r.Topic, r.Value)
+		}
+		if prev, dup := where[seq]; dup {
+			t.Fatalf("record %d in %s and in %s", seq, prev.Topic, r.Topic)
+		}
+		where[seq] = r
+	}
+	counts := map[string]int{}
+	for seq := range len(recs) {
+		s := want[seq]
+		r, ok := where[seq]
+		switch {
+		case !ok:
+			t.Errorf("record %d (%v) is nowhere", seq, kindName(s.bad))
+			continue
+		case s.bad != nil:
+			reason, _ := consumer.HeaderValue(r, consumer.HeaderReason)
+			src, _ := consumer.HeaderValue(r, consumer.HeaderSourceTopic)
+			off, _ := consumer.HeaderValue(r, consumer.HeaderSourceOffset)
+			if r.Topic != dlq || reason != string(s.bad.reason) || src != events || off == "" {
+				t.Errorf("%s: in %s with reason %q (source %s@%s), want %s with %q", s.bad.name, r.Topic, reason, src, off, dlq, s.bad.reason)
+			}
+			t.Logf("%-40s -> %s, reason %s", s.bad.name, strings.TrimPrefix(r.Topic, "bad-"+run+"-"), reason)
+		case r.Topic == dlq:
+			reason, _ := consumer.HeaderValue(r, consumer.HeaderError)
+			t.Errorf("good record %d dead-lettered: %s: %s", seq, reason, r.Value)
+		}
+		counts[strings.TrimPrefix(r.Topic, "bad-"+run+"-")]++
+		if s.budget == "tight" && r.Topic == passed {
+			counts["tight passed"]++
+		}
+	}
+	if len(where) != len(want) {
+		t.Errorf("outputs hold %d records, sent %d", len(where), len(want))
+	}
+	t.Logf("sent %d good and %d bad records: %v", goods+1, len(kinds), counts)
+	if counts["dlq"] != len(kinds) || counts["passed"]+counts["rejected"] != goods+1 {
+		t.Errorf("counts %v: want %d dead letters and %d outputs", counts, len(kinds), goods+1)
+	}
+	// The huge record's dead letter is cut to the maximum record size and
+	// says so; the whole record is still at its source offset.
+	for _, r := range where {
+		if reason, _ := consumer.HeaderValue(r, consumer.HeaderReason); reason == string(consumer.ReasonTooLarge) {
+			size, _ := consumer.HeaderValue(r, consumer.HeaderOriginalSize)
+			if len(r.Value) > consumer.DefaultMaxBytes || size != strconv.Itoa(len(hugeValue())) {
+				t.Errorf("too-large dead letter: %d bytes, %s=%q", len(r.Value), consumer.HeaderOriginalSize, size)
+			}
+		}
+	}
+	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"])
+}
+
+func kindName(k *badKind) string {
+	if k == nil {
+		return "good"
+	}
+	return k.name
+}
+
+// waitCommitted waits until group has committed the end of every
+// partition of topic.
+func waitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
+	t.Helper()
+	for {
+		ends, err1 := adm.ListEndOffsets(ctx, topic)
+		committed, err2 := adm.FetchOffsets(ctx, group)
+		if err1 == nil && err2 == nil {
+			done := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if c, ok := committed.Lookup(topic, o.Partition); !ok || c.At < o.Offset {
+					done = false
+				}
+			})
+			if done {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s did not commit the end of %s", group, topic)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// readCommitted reads every committed record of topics, up to their end
+// offsets.
+func readCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...string) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(append(conn, kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.FetchMaxBytes(16<<20))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := map[string]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			pending[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.Offset
+		}
+	})
+	var out []*kgo.Record
+	for len(pending) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %v: still pending %v", topics, pending)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			tp := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+			if end, ok := pending[tp]; ok && r.Offset >= end-1 {
+				delete(pending, tp)
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
+}
+
+// checkPassesCounted checks that the committed checkpoints of the input's
+// partitions count exactly the passes the output holds.
+func checkPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs int) {
+	t.Helper()
+	sources := map[string]int32{}
+	for p := range int32(3) {
+		sources[stats.SourceName(input, p)] = p
+	}
+	cps, err := stats.LoadCheckpoints(ctx, conn, cfg.Topics.Checkpoints, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var passed uint64
+	for _, cp := range cps {
+		for _, r := range cp.Reports {
+			passed += r.Total.Passed
+		}
+	}
+	if passed != uint64(outputs) {
+		t.Errorf("checkpoints count %d passes, the output holds %d", passed, outputs)
+	}
+}
