@@ -161,11 +161,11 @@ func (p *proc) waitLine(t *testing.T, sub string, timeout time.Duration) string 
 }
 
 // startBroker starts `throttler broker` on a free loopback port with a data
-// dir and returns its address.
-func startBroker(t *testing.T, partitions int) (*proc, string) {
+// dir and returns its address; extra are more flags of the command.
+func startBroker(t *testing.T, partitions int, extra ...string) (*proc, string) {
 	t.Helper()
-	p := start(t, "broker", "broker", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
-		"--partitions", fmt.Sprint(partitions), "--log-level", "warn")
+	p := start(t, "broker", append([]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
+		"--partitions", fmt.Sprint(partitions), "--log-level", "warn"}, extra...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		p.out.mu.Lock()

@@ -1,0 +1,348 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// Per-key caps across processes: zipf-distributed users through three
+// `throttler run` workers with a cap of 5 per 10 s, burst 2, one worker
+// SIGKILLed a third of the way through. From the topics alone (read
+// committed) the test checks that:
+//
+//   - every input event is in exactly one of the output and rejected topics;
+//   - no user's delivered events break the cap: replayed through a GCRA of
+//     the same parameters none is refused, and no span of 10 s of event
+//     time holds more than count+burst+1 = 8 of a user's events;
+//   - the workers decided exactly as one GCRA replaying the input in
+//     partition order would (so the state survived the kill and the moves
+//     of partitions: a lost state would pass more);
+//   - no worker saw input keyed otherwise than by the cap key.
+//
+// THROTTLER_CAPS_EVENTS and THROTTLER_CAPS_RATE set a bigger run (default
+// 200,000 events at 8,000 a second).
+func TestCapsZipfKillWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run of about a minute across processes")
+	}
+	events, rate := envInt(t, "THROTTLER_CAPS_EVENTS", 200_000), envInt(t, "THROTTLER_CAPS_RATE", 8000)
+	const (
+		users  = 5000
+		burst  = 2
+		count  = 5
+		period = 10 * time.Second
+	)
+	// Compaction off: kfake compacts records of open transactions, so a
+	// committed changelog record overwritten by a transaction that later
+	// aborts (the killed worker's) would be lost (docs/kafka-notes.md).
+	_, addr := startBroker(t, 12, "--compaction-interval", "1h")
+	cfg := writeFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
+group: capped
+topics: {input: [events], output: passed, rejected: rejected, partitions: 12}
+commit_interval: 100ms
+timeouts: {session: 6s, heartbeat: 500ms, rebalance: 5s, transaction: 10s}
+fields: {budget: campaign, key: user, id: id, time: ts}
+budgets:
+  - {name: campaign, target: 1e12, period: 1h}
+caps:
+  - {name: per-user, burst: %d, rate: %d/%s}
+http: {listen: "127.0.0.1:0"}
+log: {format: json, level: info}
+`, addr, burst, count, period))
+
+	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", "12",
+		"--rate", fmt.Sprint(rate), "--count", fmt.Sprint(events), "--budgets", "campaign",
+		"--users", fmt.Sprint(users), "--skew", "1.2", "--seed", "11")
+	gen.waitLine(t, "producing", 30*time.Second)
+	t0 := time.Now()
+	var workers []*proc
+	for i := 0; i < 3; i++ {
+		workers = append(workers, start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
+	}
+	killAt := time.Duration(float64(events) / float64(rate) / 3 * float64(time.Second))
+	time.Sleep(time.Until(t0.Add(killAt)))
+	_ = workers[2].cmd.Process.Signal(syscall.SIGKILL)
+	<-workers[2].done
+	t.Logf("worker-2 killed %.1fs after the load began", time.Since(t0).Seconds())
+
+	select {
+	case <-gen.done:
+	case <-time.After(time.Duration(2*events/rate)*time.Second + time.Minute):
+		t.Fatal("loadgen did not finish")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	waitGroupDone(t, adm, "capped", "events", 90*time.Second)
+	t.Logf("all events committed %.1fs after the load began", time.Since(t0).Seconds())
+	for _, w := range workers[:2] {
+		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", w.name, err)
+		}
+	}
+
+	in := readCommitted(t, addr, "events")
+	out := readCommitted(t, addr, "passed", "rejected", "capped.dead-letter")
+	if len(in) != events {
+		t.Fatalf("input holds %d events, want %d", len(in), events)
+	}
+
+	// Every input event in exactly one place.
+	input := map[string]capEvent{}
+	for _, r := range in {
+		v := gjson.ParseBytes(r.Value)
+		input[v.Get("id").String()] = capEvent{v.Get("user").String(), v.Get("ts").Int()}
+	}
+	where := map[string]string{}
+	capped, otherReject := 0, 0
+	var capHeaders *kgo.Record
+	for _, r := range out {
+		id := gjson.GetBytes(r.Value, "id").String()
+		if w, dup := where[id]; dup {
+			t.Fatalf("event %s in %s and in %s", id, w, r.Topic)
+		}
+		where[id] = r.Topic
+		if r.Topic == "rejected" {
+			if header(r, "throttler-reason") == "cap" && header(r, "throttler-budget") == "per-user" {
+				capped++
+				capHeaders = r
+			} else {
+				otherReject++
+				where[id] = "rejected-other"
+			}
+		}
+	}
+	if len(where) != events {
+		t.Errorf("%d of %d events are in the output topics", len(where), events)
+	}
+	if n := count3(where, "capped.dead-letter"); n > 0 {
+		t.Errorf("%d events dead-lettered", n)
+	}
+
+	// The delivered events of each user keep to the cap.
+	passed := map[string][]int64{}
+	for id, w := range where {
+		if w == "passed" {
+			e := input[id]
+			passed[e.user] = append(passed[e.user], e.ms)
+		}
+	}
+	check, err := flow.NewCap(burst, count, period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	violations, maxWin, maxUser, total := 0, 0, "", 0
+	for u, ts := range passed {
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+		total += len(ts)
+		for i, ms := range ts {
+			if check.Throttle(u, time.UnixMilli(ms), 1).Limited {
+				violations++
+			}
+			// events in [ms, ms+period]
+			j := sort.Search(len(ts), func(k int) bool { return ts[k] > ms+period.Milliseconds() })
+			if j-i > maxWin {
+				maxWin, maxUser = j-i, u
+			}
+		}
+	}
+	allowed := count + burst + 1
+
+	// The decisions equal a GCRA replay of the input in partition order
+	// (events rejected by the budget, if any, charge nothing).
+	replay, _ := flow.NewCap(burst, count, period)
+	byPart := map[int32][]*kgo.Record{}
+	for _, r := range in {
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+	mismatch, expected := 0, 0
+	for _, rs := range byPart {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Offset < rs[j].Offset })
+		for _, r := range rs {
+			id := gjson.GetBytes(r.Value, "id").String()
+			e := input[id]
+			if where[id] == "rejected-other" {
+				continue
+			}
+			pass := !replay.Throttle(e.user, time.UnixMilli(e.ms), 1).Limited
+			if pass {
+				expected++
+			}
+			if pass != (where[id] == "passed") {
+				mismatch++
+			}
+		}
+	}
+	top, topEvents := topUser(input)
+	t.Logf("events %d, users %d, delivered %d, rejected by the cap %d, by the budget %d", len(input), len(perUser(input)), total, capped, otherReject)
+	t.Logf("top user %s: %d events, %d delivered", top, topEvents, len(passed[top]))
+	t.Logf("max delivered per user in any %v of event time: %d (%s), allowed %d; GCRA replay of the deliveries: %d refused", period, maxWin, maxUser, allowed, violations)
+	t.Logf("replay of the input: %d passes expected, %d decisions differ", expected, mismatch)
+	if capHeaders != nil {
+		t.Logf("a capped record's headers: limit %s remaining %s retry-after-ms %s reset-after-ms %s",
+			header(capHeaders, "throttler-cap-limit"), header(capHeaders, "throttler-cap-remaining"),
+			header(capHeaders, "throttler-cap-retry-after-ms"), header(capHeaders, "throttler-cap-reset-after-ms"))
+	}
+	if violations > 0 || maxWin > allowed {
+		t.Errorf("the cap was broken: %d deliveries refused by the replay, %d in one window (allowed %d)", violations, maxWin, allowed)
+	}
+	if mismatch > 0 {
+		t.Errorf("%d decisions differ from a replay of the input", mismatch)
+	}
+	if capped == 0 || capHeaders == nil || header(capHeaders, "throttler-cap-retry-after-ms") == "" {
+		t.Errorf("no event was capped (or without headers): the test exercised nothing")
+	}
+	for _, w := range workers {
+		if s, ok := w.err.find("input not keyed by the cap key"); ok {
+			t.Errorf("%s: %s", w.name, s)
+		}
+	}
+	if _, ok := workers[0].err.find("caps loaded"); !ok {
+		t.Errorf("worker-0 logged no caps load")
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func count3(m map[string]string, v string) int {
+	n := 0
+	for _, x := range m {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+// waitGroupDone waits until group has committed the end of every partition
+// of topic.
+func waitGroupDone(t *testing.T, adm *kadm.Client, group, topic string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err1 := adm.ListEndOffsets(ctx, topic)
+		committed, err2 := adm.FetchOffsets(ctx, group)
+		cancel()
+		if err1 == nil && err2 == nil {
+			done := true
+			ends.Each(func(o kadm.ListedOffset) {
+				if c, ok := committed.Lookup(topic, o.Partition); !ok || c.At < o.Offset {
+					done = false
+				}
+			})
+			if done {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not commit the end of %s within %v", group, topic, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// readCommitted reads every committed record of topics up to their end
+// offsets.
+func readCommitted(t *testing.T, addr string, topics ...string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topics...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Done with a partition once its record (data or control marker) at
+	// end-1 was seen.
+	left := map[string]bool{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			left[o.Topic+"/"+strconv.Itoa(int(o.Partition))] = true
+		}
+	})
+	var out []*kgo.Record
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %v: %d partitions not read to their end", topics, len(left))
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			r := it.Next()
+			if end, ok := ends.Lookup(r.Topic, r.Partition); ok && r.Offset >= end.Offset-1 {
+				delete(left, r.Topic+"/"+strconv.Itoa(int(r.Partition)))
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// capEvent is an input event as the cap check needs it.
+type capEvent struct {
+	user string
+	ms   int64 // event time, Unix ms
+}
+
+// perUser counts the events of each user.
+func perUser(in map[string]capEvent) map[string]int {
+	n := map[string]int{}
+	for _, e := range in {
+		n[e.user]++
+	}
+	return n
+}
+
+// topUser returns the user with the most events.
+func topUser(in map[string]capEvent) (string, int) {
+	best, most := "", -1
+	for u, n := range perUser(in) {
+		if n > most || n == most && u < best {
+			best, most = u, n
+		}
+	}
+	return best, most
+}
