@@ -51,10 +51,13 @@ rounds; with -json also the delivery mode and every round) on stdout.`,
 			if *rounds < 1 {
 				return badFlag("rounds", "must be at least 1, got %d", *rounds)
 			}
+			if err := checkOutFile("cpuprofile", *cpuProfile); err != nil {
+				return err
+			}
 			if *cpuProfile != "" {
 				f, err := os.Create(*cpuProfile)
 				if err != nil {
-					return err
+					return badFlag("cpuprofile", "%v", err)
 				}
 				defer f.Close()
 				c.CPUProfile = f

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/throttler/throttler/internal/broker"
@@ -53,6 +54,11 @@ given); -tls-cert and -tls-key make the listener accept TLS only.`,
 					return badFlag("tls-cert", "must be set with -tls-key")
 				}
 				return badFlag("tls-key", "must be set with -tls-cert")
+			}
+			for name, path := range map[string]string{"tls-cert": *tlsCert, "tls-key": *tlsKey} {
+				if _, err := os.ReadFile(path); path != "" && err != nil {
+					return badFlag(name, "cannot read: %v", err)
+				}
 			}
 			opts := []broker.Opt{
 				broker.Addr(*addr),

@@ -46,6 +46,12 @@ a summary; -report and -chart write it as JSON and as an SVG chart.`,
 			if !(*rate > 0) || *rate > 1e6 {
 				return badFlag("rate", "must be above 0 and at most 1e6, got %v", *rate)
 			}
+			if err := checkOutFile("report", *report); err != nil {
+				return err
+			}
+			if err := checkOutFile("chart", *chart); err != nil {
+				return err
+			}
 			// The workers' and broker's logs are noise under the table:
 			// warnings only, unless -log-level asks for more.
 			log := e.log

@@ -26,6 +26,12 @@ Prints one JSON report on stdout. A bad scenario exits 1 naming the field.`,
 			if *scenario == "" {
 				return &usageError{"flag -scenario is required"}
 			}
+			if err := checkOutFile("timeline", *timeline); err != nil {
+				return err
+			}
+			if err := checkOutFile("chart", *chart); err != nil {
+				return err
+			}
 			sc, err := sim.Load(*scenario)
 			if err != nil {
 				var fe *sim.FieldError

@@ -46,6 +46,9 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	if _, err := c.security(""); err != nil {
+		return nil, err // before listening: bad options start nothing
+	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", c.addr, err)
