@@ -87,8 +87,9 @@ log: {format: json, level: info}
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	waitGroupDone(t, adm, "capped", "events", 90*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer wcancel()
+	waitCommitted(wctx, t, kadm.NewClient(cl), "capped", "events")
 	t.Logf("all events committed %.1fs after the load began", time.Since(t0).Seconds())
 	for _, w := range workers[:2] {
 		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
@@ -96,8 +97,9 @@ log: {format: json, level: info}
 		}
 	}
 
-	in := readCommitted(t, addr, "events")
-	out := readCommitted(t, addr, "passed", "rejected", "capped.dead-letter")
+	conn := []kgo.Opt{kgo.SeedBrokers(addr)}
+	in := readCommitted(wctx, t, conn, "events")
+	out := readCommitted(wctx, t, conn, "passed", "rejected", "capped.dead-letter")
 	if len(in) != events {
 		t.Fatalf("input holds %d events, want %d", len(in), events)
 	}
@@ -247,78 +249,6 @@ func count3(m map[string]string, v string) int {
 		}
 	}
 	return n
-}
-
-// waitGroupDone waits until group has committed the end of every partition
-// of topic.
-func waitGroupDone(t *testing.T, adm *kadm.Client, group, topic string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ends, err1 := adm.ListEndOffsets(ctx, topic)
-		committed, err2 := adm.FetchOffsets(ctx, group)
-		cancel()
-		if err1 == nil && err2 == nil {
-			done := true
-			ends.Each(func(o kadm.ListedOffset) {
-				if c, ok := committed.Lookup(topic, o.Partition); !ok || c.At < o.Offset {
-					done = false
-				}
-			})
-			if done {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s did not commit the end of %s within %v", group, topic, timeout)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// readCommitted reads every committed record of topics up to their end
-// offsets.
-func readCommitted(t *testing.T, addr string, topics ...string) []*kgo.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topics...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Done with a partition once its record (data or control marker) at
-	// end-1 was seen.
-	left := map[string]bool{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil && o.Offset > 0 {
-			left[o.Topic+"/"+strconv.Itoa(int(o.Partition))] = true
-		}
-	})
-	var out []*kgo.Record
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %v: %d partitions not read to their end", topics, len(left))
-		}
-		for it := fs.RecordIter(); !it.Done(); {
-			r := it.Next()
-			if end, ok := ends.Lookup(r.Topic, r.Partition); ok && r.Offset >= end.Offset-1 {
-				delete(left, r.Topic+"/"+strconv.Itoa(int(r.Partition)))
-			}
-			if !r.Attrs.IsControl() {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
 }
 
 // capEvent is an input event as the cap check needs it.
