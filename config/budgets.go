@@ -21,17 +21,7 @@ func (c *Config) FlowBudgets() ([]flow.Budget, error) {
 	}
 	out := make([]flow.Budget, len(c.Budgets))
 	for i, b := range c.Budgets {
-		out[i] = flow.Budget{
-			Name:    b.Name,
-			Target:  b.Target,
-			Begin:   b.Begin,
-			End:     b.End,
-			Reserve: b.Reserve,
-			Period:  b.Period,
-			Rewards: b.Kind == KindRewards,
-			Scored:  b.Scored,
-			Parent:  b.Parent,
-		}
+		out[i] = b.Flow()
 	}
 	return out, nil
 }

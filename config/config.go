@@ -80,6 +80,10 @@ type Topics struct {
 	// Caps is the compacted changelog of the caps' state, partitioned like
 	// the input. Default "<group>.caps".
 	Caps string `yaml:"caps"`
+	// Control is the compacted topic of budget changes made while the
+	// workers run (throttler budget set/delete). Default
+	// "<group>.control"; empty in a Config built in code means none.
+	Control string `yaml:"control"`
 	// Partitions is the partition count of the topics the worker creates
 	// on start. 0 (the default) means as many as the first input topic, or
 	// DefaultPartitions when that is unknown; see PartitionsFor.

@@ -41,6 +41,9 @@ func (c *Config) defaults() {
 		c.Topics.Checkpoints = c.Group + ".checkpoints"
 	}
 	c.capDefaults()
+	if c.Topics.Control == "" {
+		c.Topics.Control = c.Group + ".control"
+	}
 	if c.Delivery == "" {
 		c.Delivery = DefaultDelivery
 	}

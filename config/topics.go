@@ -71,6 +71,7 @@ func (v *checker) topics(c *Config) {
 	use("topics.stats", t.Stats, roleInternal, true)
 	use("topics.checkpoints", t.Checkpoints, roleInternal, true)
 	use("topics.caps", t.Caps, roleInternal, len(c.Caps) > 0)
+	use("topics.control", t.Control, roleInternal, false)
 	for i, l := range c.Layers {
 		for j, e := range l.Experiments {
 			for k, vr := range e.Variants {

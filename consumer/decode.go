@@ -116,10 +116,9 @@ func (d *Decoded) clear() {
 // is immutable once built and safe for concurrent use. Decode and Score
 // allocate nothing for a valid record whose strings have no escapes.
 type Decoder struct {
-	cfg     decodeCfg
-	expr    *Expr
-	budgets map[string]int
-	names   []string
+	cfg  decodeCfg
+	expr *Expr
+	tab  *budgetTable // the budgets given to NewDecoder; nil when none
 
 	// The simple paths, captured while the value is validated; the index
 	// of each field's path in ps, -1 when unset or not simple (then
@@ -137,7 +136,7 @@ func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
 	for _, o := range opts {
 		o.applyDecode(&c)
 	}
-	d := &Decoder{cfg: c, budgets: make(map[string]int, len(budgets))}
+	d := &Decoder{cfg: c}
 	switch {
 	case c.budgetPath == "":
 		return nil, &ConfigError{Option: "BudgetPath", Reason: "must not be empty"}
@@ -146,13 +145,13 @@ func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
 	case c.maxDepth <= 0:
 		return nil, &ConfigError{Option: "MaxDepth", Reason: "must be positive"}
 	}
-	for i, b := range budgets {
-		if _, dup := d.budgets[b]; dup {
-			return nil, &ConfigError{Option: "budgets", Reason: "duplicate budget " + strconv.Quote(b)}
+	if len(budgets) > 0 {
+		tab, err := newBudgetTable(budgets)
+		if err != nil {
+			return nil, err
 		}
-		d.budgets[b] = i
+		d.tab = tab
 	}
-	d.names = append([]string(nil), budgets...)
 	if c.scoreExpr != "" {
 		e, err := ParseExpr(c.scoreExpr)
 		if err != nil {
@@ -202,25 +201,13 @@ func (v *jval) set(doc string, path string, at int, res []span, scanned bool) {
 	*v = fromGJSON(gjson.Get(doc, path))
 }
 
-// budgetIndex returns the index of budget name b, or -1. A few names are
-// compared one by one, faster than hashing.
-func (d *Decoder) budgetIndex(b string) int {
-	if len(d.names) <= 8 {
-		for i, n := range d.names {
-			if n == b {
-				return i
-			}
-		}
-		return -1
-	}
-	if i, ok := d.budgets[b]; ok {
-		return i
-	}
-	return -1
-}
-
 // Budgets returns the budget names, in index order.
-func (d *Decoder) Budgets() []string { return d.names }
+func (d *Decoder) Budgets() []string {
+	if d.tab == nil {
+		return nil
+	}
+	return d.tab.names
+}
 
 // Scored reports whether events carry a score (ScorePath or ScoreExpr).
 func (d *Decoder) Scored() bool { return d.expr != nil || d.cfg.scorePath != "" }
@@ -230,13 +217,14 @@ func (d *Decoder) Scored() bool { return d.expr != nil || d.cfg.scorePath != "" 
 // "decode".
 func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 	var buf [scanBuf]span
-	_, err := d.decode(key, value, ts, dst, d.results(&buf))
+	_, err := d.decode(key, value, ts, dst, d.results(&buf), d.tab)
 	return err
 }
 
 // decode is Decode with room for the scan's results (len(d.ps.segs)),
-// which it fills when scanned is true, for Score to use.
-func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []span) (scanned bool, err error) {
+// which it fills when scanned is true, for Score to use, and with the
+// budget table to index budgets by (nil: accept any budget).
+func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []span, tab *budgetTable) (scanned bool, err error) {
 	dst.clear()
 	// One pass validates and captures the simple paths; a value it
 	// refuses is examined again the slow way for the exact reason.
@@ -246,10 +234,10 @@ func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []sp
 			return false, recErr(StageDecode, reason, "", "")
 		}
 	}
-	return scanned, d.fields(key, value, ts, dst, res, scanned)
+	return scanned, d.fields(key, value, ts, dst, res, scanned, tab)
 }
 
-func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []span, scanned bool) error {
+func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []span, scanned bool, tab *budgetTable) error {
 	doc := stringOf(value)
 
 	// budget
@@ -263,8 +251,8 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 	default:
 		return recErr(StageDecode, ReasonBudgetType, d.cfg.budgetPath, r.Type.String())
 	}
-	if len(d.budgets) > 0 {
-		i := d.budgetIndex(dst.Budget)
+	if tab != nil {
+		i := tab.index(dst.Budget)
 		if i < 0 {
 			return recErr(StageDecode, ReasonUnknownBudget, d.cfg.budgetPath, strconv.Quote(dst.Budget))
 		}

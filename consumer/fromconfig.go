@@ -71,6 +71,7 @@ func FromConfig(c *config.Config, opts ...Opt) (*Worker, *flow.Tree, error) {
 			DeadLetter:  c.Topics.DeadLetter,
 			Stats:       c.Topics.Stats,
 			Checkpoints: c.Topics.Checkpoints,
+			Control:     c.Topics.Control,
 		}),
 		WithDelivery(delivery),
 		WithSplitter(sp),

@@ -38,7 +38,7 @@ func FuzzDecodeScanAgrees(f *testing.F) {
 			var fast, slow Decoded
 			var buf [scanBuf]span
 			res := d.results(&buf)
-			scanned, errFast := d.decode(key, value, ts, &fast, res)
+			scanned, errFast := d.decode(key, value, ts, &fast, res, d.tab)
 			if errFast == nil {
 				errFast = d.score(value, &fast, res, scanned)
 			}
@@ -46,7 +46,7 @@ func FuzzDecodeScanAgrees(f *testing.F) {
 			var errSlow error
 			if reason := d.check(value); reason != "" {
 				errSlow = recErr(StageDecode, reason, "", "")
-			} else if errSlow = d.fields(key, value, ts, &slow, nil, false); errSlow == nil {
+			} else if errSlow = d.fields(key, value, ts, &slow, nil, false, d.tab); errSlow == nil {
 				errSlow = d.score(value, &slow, nil, false)
 			}
 			var rf, rs *RecordError

@@ -99,7 +99,7 @@ func (w *Worker) commit() error {
 			touched = append(touched, p)
 			p.foldVariants()
 		}
-		p.counts.flush(w.m, w.budgets)
+		p.counts.flush(w.m, p.tab.names)
 	}
 	if len(touched) == 0 && !syncDue {
 		return nil

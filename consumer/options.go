@@ -41,6 +41,7 @@ type Topics struct {
 	DeadLetter  string   // bad records; required
 	Stats       string   // compacted counter exchange; required
 	Checkpoints string   // compacted per-partition checkpoints; required
+	Control     string   // compacted budget changes (throttler budget set); "" for none
 }
 
 // Defaults of the worker options.

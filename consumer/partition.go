@@ -40,6 +40,7 @@ type partition struct {
 
 	// owned by the goroutine
 	src        *flow.Source
+	tab        *budgetTable // the budget table lanes and counts follow
 	lanes      []*flow.Lane // by budget index
 	deciders   []Decider    // the same lanes, for Event
 	ev         Event
@@ -65,7 +66,8 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpo
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		lag:    w.m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(id))),
-		counts: newCounts(len(w.budgets)),
+		tab:    w.budgetTab.Load(),
+		counts: newCounts(len(w.budgetTab.Load().names)),
 		load:   load,
 	}
 }
@@ -116,21 +118,10 @@ func (p *partition) open(now time.Time) error {
 		return err
 	}
 	p.src = src
-	p.lanes = p.lanes[:0]
-	p.deciders = p.deciders[:0]
-	for _, b := range p.w.budgets {
-		l := src.Lane(b)
-		p.lanes = append(p.lanes, l)
-		if l == nil {
-			p.deciders = append(p.deciders, nil)
-		} else {
-			p.deciders = append(p.deciders, l)
-		}
-	}
-	p.limitLanes = p.limitLanes[:0]
-	for _, l := range p.w.cfg.variantLimits {
-		p.limitLanes = append(p.limitLanes, src.Lane(l.Budget))
-	}
+	p.tab = p.w.budgetTab.Load()
+	p.ev.budgets = p.tab
+	p.counts.grow(len(p.tab.names))
+	p.relane()
 	p.openVariants()
 	p.nextOffset = p.committed.Offset
 	return nil
@@ -164,6 +155,7 @@ func (p *partition) run() {
 		return
 	}
 	for b := range p.in {
+		p.follow(b.now)
 		for _, r := range b.recs {
 			if p.reward {
 				p.processReward(r, b.now)
@@ -236,7 +228,8 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
 	e.reset(r, now, p.source, p.deciders)
-	if err := w.rewardDec.Decode(r.Key, r.Value, r.Timestamp, &e.Fields); err != nil {
+	var buf [scanBuf]span
+	if _, err := w.rewardDec.decode(r.Key, r.Value, r.Timestamp, &e.Fields, w.rewardDec.results(&buf), p.tab); err != nil {
 		re := err.(*RecordError)
 		re.Stage = StageReward
 		e.Err = re

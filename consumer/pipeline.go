@@ -74,9 +74,10 @@ type Event struct {
 	RejectReason string
 	RejectedBy   string
 
-	lanes  []Decider      // the partition's lanes, by budget index
-	caps   *partitionCaps // the partition's caps; nil without caps
-	limits []Decider      // the partition's lanes of the variant limits, by limit index
+	lanes   []Decider      // the partition's lanes, by budget index
+	caps    *partitionCaps // the partition's caps; nil without caps
+	limits  []Decider      // the partition's lanes of the variant limits, by limit index
+	budgets *budgetTable   // the partition's budget table (reset keeps it); nil: the decoder's
 
 	// The decode stage's scan results, for the score stage of the same
 	// decoder (scanned by scanDec when it is not nil).
@@ -261,7 +262,11 @@ func DecodeStage(d *Decoder) Middleware {
 				e.scan = make([]span, n)
 			}
 			res := e.scan[:len(d.ps.segs)]
-			scanned, err := d.decode(r.Key, r.Value, r.Timestamp, &e.Fields, res)
+			tab := e.budgets
+			if tab == nil {
+				tab = d.tab
+			}
+			scanned, err := d.decode(r.Key, r.Value, r.Timestamp, &e.Fields, res, tab)
 			if err != nil {
 				return e.DeadLetter(err.(*RecordError))
 			}

@@ -229,7 +229,7 @@ func TestEventReset(t *testing.T) {
 	now := time.Unix(2, 0)
 	lanes := []Decider{&fakeDecider{}}
 	e.reset(r, now, "in/0", lanes)
-	want := Event{Record: r, Now: now, Source: "in/0", Assignments: e.Assignments[:0], Headers: e.Headers[:0], lanes: lanes, caps: caps, scan: scan}
+	want := Event{Record: r, Now: now, Source: "in/0", Assignments: e.Assignments[:0], Headers: e.Headers[:0], lanes: lanes, caps: caps, scan: scan, budgets: e.budgets}
 	if !reflect.DeepEqual(e, want) {
 		t.Fatalf("after reset:\n%+v\nwant\n%+v", e, want)
 	}

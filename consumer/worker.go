@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/control"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/stats"
@@ -56,8 +57,11 @@ type Worker struct {
 	dec       *Decoder
 	rewardDec *Decoder
 	handler   Handler
-	budgets   []string
 	scored    bool
+
+	control   *controlState               // nil without a control topic
+	budgetMu  sync.Mutex                  // serialises UpdateBudgets
+	budgetTab atomic.Pointer[budgetTable] // swapped by UpdateBudgets
 	log       zerolog.Logger
 	m         *metrics
 	reg       *prometheus.Registry
@@ -127,15 +131,15 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		}
 	}
 	w := &Worker{
-		cfg:     c,
-		tree:    tree,
-		dec:     dec,
-		budgets: budgets,
-		scored:  dec.Scored(),
-		log:     c.log.With().Str("component", "consumer").Str("group", c.group).Logger(),
-		parts:   map[topicPartition]*partition{},
+		cfg:    c,
+		tree:   tree,
+		dec:    dec,
+		scored: dec.Scored(),
+		log:    c.log.With().Str("component", "consumer").Str("group", c.group).Logger(),
+		parts:  map[topicPartition]*partition{},
 	}
 	w.setShare = tree.SetShare
+	w.budgetTab.Store(dec.tab)
 	rd, err := NewDecoder(budgets, BudgetPath(c.rewardBudgetPath), MaxBytes(dec.cfg.maxBytes), MaxDepth(dec.cfg.maxDepth))
 	if err != nil {
 		return nil, err
@@ -296,6 +300,13 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("stats view: %w", err)
 	}
+	if err := w.startControl(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer w.stopControl()
 	w.tree.Sync(w.cfg.now(), viewExchange{view})
 
 	loopCtx, stop := context.WithCancel(ctx)
@@ -364,9 +375,12 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 		stats.StatsTopic(w.cfg.topics.Stats, parts),
 		stats.CheckpointTopic(w.cfg.topics.Checkpoints, parts),
 	}
+	if t := w.cfg.topics.Control; t != "" {
+		specs = append(specs, control.Topic(t))
+	}
 	// The topics the worker writes to: created with the input's partition
 	// count when missing (brokers need not auto-create topics).
-	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true}
+	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true, w.cfg.topics.Control: true}
 	if w.caps != nil {
 		specs = append(specs, stats.CapTopic(w.caps.changelog, parts))
 		seen[w.caps.changelog] = true
@@ -573,7 +587,7 @@ func (w *Worker) stopPartitions(ps []*partition) {
 		close(p.quit)
 		close(p.in)
 		<-p.done
-		p.counts.flush(w.m, w.budgets)
+		p.counts.flush(w.m, p.tab.names)
 		p.close(now)
 		w.m.consumerLag.DeleteLabelValues(p.topic, fmt.Sprint(p.id))
 	}

@@ -1,0 +1,215 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/control"
+)
+
+// TestControlTopic changes budgets on two running workers through the
+// control topic, as throttler budget set/delete do, and checks that each
+// change reaches both workers (their flow trees, then their decisions)
+// without a restart. It logs how long after the brokers acknowledged a
+// record each worker had applied it.
+func TestControlTopic(t *testing.T) {
+	env := newTestEnv(t)
+	const syncInterval = time.Second
+	topics := Topics{
+		Input: []string{"events"}, Rewards: []string{"clicks"},
+		Output: "out", Rejected: "rejected", DeadLetter: "dlq",
+		Stats: "stats", Checkpoints: "ckpt", Control: "ctl",
+	}
+	ws := []*runningWorker{
+		env.startWorker(t, "w1", WithTopics(topics), SyncInterval(syncInterval)),
+		env.startWorker(t, "w2", WithTopics(topics), SyncInterval(syncInterval)),
+	}
+	for _, w := range ws {
+		waitReady(t, w.w)
+	}
+	waitOwned(t, ws)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// write produces a control record, waits for its acknowledgement and
+	// returns when it began.
+	write := func(key, val []byte) time.Time {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		sent := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ctl", Key: key, Value: val}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		return sent
+	}
+	// applied waits until cond holds on every worker and logs the delay
+	// from the start of the write.
+	applied := func(what string, sent time.Time, cond func(*Worker) bool) {
+		t.Helper()
+		var wg sync.WaitGroup
+		delays := make([]time.Duration, len(ws))
+		for i, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				deadline := sent.Add(waitLong)
+				for !cond(w.w) {
+					if time.Now().After(deadline) {
+						delays[i] = -1
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				delays[i] = time.Since(sent)
+			}()
+		}
+		wg.Wait()
+		for i, d := range delays {
+			if d < 0 {
+				t.Fatalf("%s: worker %d did not apply it in %v", what, i+1, waitLong)
+			}
+		}
+		t.Logf("%s: applied by the workers %v and %v after the write began (sync interval %v)", what, delays[0], delays[1], syncInterval)
+	}
+
+	// Add a budget the workers' config does not have.
+	k, v, err := control.EncodeSet(config.Budget{Name: "c", Target: 1e6, Period: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied("add c", write(k, v), func(w *Worker) bool { return w.tree.Controller("c") != nil })
+
+	// Change one of theirs: the controller keeps its counters.
+	a := w1Budget(ws[0].w, "a")
+	a.Target = 7777
+	k, v, err = control.EncodeSet(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied("change a's target", write(k, v), func(w *Worker) bool { return w.tree.Controller("a").Budget().Target == 7777 })
+
+	// Events naming c are decided (none is a dead letter) on both workers.
+	var recs []*kgo.Record
+	for i := range 240 {
+		recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(i % inputPartitions), Key: []byte(fmt.Sprintf("u%d", i)),
+			Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"c","user":"u%d","score":1}`, i, i))})
+	}
+	env.produce(recs)
+	env.waitCommitted("events")
+	got := env.readAll("out", "out-red", "out-blue", "rejected", "dlq")
+	passed := len(got["out"]) + len(got["out-red"]) + len(got["out-blue"])
+	if passed == 0 || passed+len(got["rejected"]) != 240 || len(got["dlq"]) != 0 {
+		t.Fatalf("events of the added budget: %d passed, %d rejected, %d dead letters; want 240 decided, none dead",
+			passed, len(got["rejected"]), len(got["dlq"]))
+	}
+	for i, w := range ws {
+		var offered uint64
+		for _, r := range w.w.tree.Reports(time.Now(), nil) {
+			if r.Budget == "c" {
+				offered += r.Total.Offered
+			}
+		}
+		if offered == 0 {
+			t.Fatalf("worker %d decided no event of c", i+1)
+		}
+	}
+
+	// A bad record is counted and changes nothing.
+	applied("bad record counted", write([]byte("c"), []byte(`{"version":1,"name":"c","target":-5,"period":"1h"}`)), func(w *Worker) bool {
+		return counterValue(w.control.records.WithLabelValues("invalid")) == 1
+	})
+	for _, w := range ws {
+		if c := w.w.tree.Controller("c"); c == nil || c.Budget().Target != 1e6 {
+			t.Fatal("a bad record changed budget c")
+		}
+	}
+
+	// Delete c: its events go to the dead-letter topic as unknown budget.
+	k, v, err = control.EncodeDelete("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied("delete c", write(k, v), func(w *Worker) bool { return w.tree.Controller("c") == nil })
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "events", Partition: int32(i % inputPartitions), Key: recs[i].Key, Value: recs[i].Value}
+	}
+	env.produce(recs)
+	env.waitCommitted("events")
+	dead := env.readAll("dlq")["dlq"]
+	if len(dead) != 240 {
+		t.Fatalf("events of the deleted budget: %d dead letters, want 240", len(dead))
+	}
+	for _, r := range dead {
+		if h := recordHeader(r, HeaderError); !strings.Contains(h, string(ReasonUnknownBudget)) {
+			t.Fatalf("dead letter with error %q, want %s", h, ReasonUnknownBudget)
+		}
+	}
+	for _, w := range ws {
+		if n := counterValue(w.w.control.records.WithLabelValues("applied")); n != 3 {
+			t.Fatalf("applied records %v, want 3", n)
+		}
+	}
+}
+
+// w1Budget returns a worker's budget name as a config budget.
+func w1Budget(w *Worker, name string) config.Budget {
+	b := w.tree.Controller(name).Budget()
+	return config.Budget{Name: b.Name, Target: b.Target, Begin: b.Begin, End: b.End, Reserve: b.Reserve, Period: b.Period, Kind: config.KindPasses, Scored: b.Scored, Parent: b.Parent}
+}
+
+// waitOwned waits until every worker owns input partitions.
+func waitOwned(t *testing.T, ws []*runningWorker) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		all := true
+		for _, w := range ws {
+			w.w.mu.Lock()
+			n := 0
+			for _, p := range w.w.parts {
+				if !p.reward {
+					n++
+				}
+			}
+			w.w.mu.Unlock()
+			all = all && n > 0
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workers did not share the input in %v", waitLong)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func recordHeader(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
