@@ -33,6 +33,10 @@ var commands = []*command{
 	simulateCmd,
 	benchCmd,
 	statusCmd,
+	budgetSetCmd,
+	budgetDeleteCmd,
+	budgetResetCmd,
+	budgetListCmd,
 }
 
 // command is one subcommand.
@@ -95,6 +99,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	name, rest := args[0], args[1:]
+	if name == "budget" && len(rest) > 0 { // two-word commands: budget set, …
+		name, rest = name+" "+rest[0], rest[1:]
+	}
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return help(rest, stdout, stderr)
@@ -118,6 +125,9 @@ func lookup(name string) *command {
 
 // help prints the command list, or one command's usage.
 func help(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "budget" {
+		args = []string{"budget " + args[1]}
+	}
 	switch len(args) {
 	case 0:
 		printUsage(stdout)
