@@ -100,6 +100,16 @@ func TestControlTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied("change a's target", write(k, v), func(w *Worker) bool { return w.tree.Controller("a").Budget().Target == 7777 })
+	// Its new definition reaches the stats topic (what throttler status
+	// reads) at the next sync.
+	applied("a's new definition in the stats view (timed from the trees' change)", time.Now(), func(w *Worker) bool {
+		for _, d := range w.view.BudgetDefs() {
+			if d.Budget.Name == "a" && d.Budget.Target == 7777 {
+				return true
+			}
+		}
+		return false
+	})
 
 	// Events naming c are decided (none is a dead letter) on both workers.
 	var recs []*kgo.Record
