@@ -27,6 +27,12 @@ type Budget struct {
 	Scored bool
 	// Parent names the budget above this one: a pass must fit both.
 	Parent string
+	// Delay makes a period budget hold events back instead of rejecting
+	// them: once this node's share of Target for the current period is
+	// spent, Lane.Decide answers ReasonDelayed and Lane.RetryAt tells when
+	// the next period refills it (see delay.go). A delay budget needs a
+	// Period, counts passes, is not scored and is not nested.
+	Delay bool
 }
 
 // ErrInvalidBudget is wrapped by every error about a budget's definition.

@@ -13,6 +13,7 @@ type params struct {
 	// modified) when the budget is redefined.
 	sched      *schedule
 	scored     bool  // lanes with a score sketch cut by score
+	delay      bool  // a delay budget: lanes take from the node's quota
 	begin, end int64 // events outside [begin, end) are rejected
 	period     int64 // the period p and cut were tuned for
 	p, cut     float64
@@ -42,6 +43,7 @@ type Controller struct {
 	cfg    *config
 	parent *Controller // changed by Tree.Update, under the tree's mutex
 	params atomic.Pointer[params]
+	quota  atomic.Pointer[quota] // delay budgets: this node's allowance
 
 	mu    sync.Mutex
 	b     Budget
@@ -118,7 +120,7 @@ func (c *Controller) define(b Budget) {
 
 // bounds sets the fields of prm that follow from the definition alone.
 func (c *Controller) bounds(prm *params) *params {
-	prm.sched, prm.scored = c.lsch, c.sk != nil
+	prm.sched, prm.scored, prm.delay = c.lsch, c.sk != nil, c.b.Delay
 	prm.begin, prm.end = math.MinInt64, c.sched.hardEnd
 	if !c.b.Begin.IsZero() {
 		prm.begin = c.b.Begin.UnixNano()

@@ -17,9 +17,10 @@ const (
 	ReasonExhausted                // the budget (or its current period) is spent
 	ReasonNotStarted               // before the window begins
 	ReasonEnded                    // after the window ends
+	ReasonDelayed                  // a delay budget: retry at Lane.RetryAt
 )
 
-var reasonNames = [...]string{"pass", "paced", "score", "exhausted", "not-started", "ended"}
+var reasonNames = [...]string{"pass", "paced", "score", "exhausted", "not-started", "ended", "delayed"}
 
 // String returns the reason as used in headers and metric labels.
 func (r Reason) String() string {
@@ -65,6 +66,7 @@ type Lane struct {
 	sk         *laneSketch
 	sched      *schedule // the schedule periodEnd was computed by
 	gen        uint64    // the controller's definition the lane follows
+	retryAt    int64     // delay budgets: when the last delayed event may pass
 
 	// Owned by the controller (under its mutex).
 	seenOff, seenPass uint64
@@ -83,6 +85,9 @@ func (l *Lane) Decide(now time.Time, score float64) Verdict {
 }
 
 func (l *Lane) decide(t int64, score float64) Verdict {
+	if prm := l.c.params.Load(); prm.delay {
+		return l.decideDelay(t, prm)
+	}
 	for x := l; x != nil; x = x.parent {
 		if r := x.want(t, score); r != ReasonPass {
 			for y := l; y != x; y = y.parent {

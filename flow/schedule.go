@@ -79,6 +79,18 @@ func validateBudget(b Budget) error {
 	case b.Period < 0:
 		return bad("period", "must not be negative")
 	}
+	if b.Delay {
+		switch {
+		case b.Period == 0:
+			return bad("period", "a delay budget needs a period: it holds events back until the next period refills it")
+		case b.Scored:
+			return bad("scored", "a delay budget passes every event in turn, so it cannot pick the highest scores")
+		case b.Rewards:
+			return bad("rewards", "a delay budget counts passes, not rewards")
+		case b.Parent != "":
+			return bad("parent", "a delay budget cannot be nested")
+		}
+	}
 	if b.Period > 0 {
 		if !b.End.IsZero() {
 			return bad("end", "a period budget has no end; use begin/end or period, not both")

@@ -71,8 +71,12 @@ func plan(budgets []Budget) ([]int, error) {
 		byName[b.Name] = i
 	}
 	for _, b := range budgets {
-		if _, ok := byName[b.Parent]; b.Parent != "" && !ok {
+		j, ok := byName[b.Parent]
+		if b.Parent != "" && !ok {
 			return nil, &BudgetError{Budget: b.Name, Field: "parent", Reason: fmt.Sprintf("no budget named %q", b.Parent)}
+		}
+		if ok && budgets[j].Delay {
+			return nil, &BudgetError{Budget: b.Name, Field: "parent", Reason: fmt.Sprintf("%q is a delay budget, which cannot be a parent", b.Parent)}
 		}
 	}
 	state := make([]int8, len(budgets))

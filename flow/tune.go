@@ -8,6 +8,9 @@ import (
 // tuneLocked re-computes the working pass rate (and score cut) at t.
 func (c *Controller) tuneLocked(t int64, synced bool) {
 	e := c.estimate(t)
+	if c.b.Delay {
+		c.retuneQuota(t, e.period)
+	}
 	prm := c.bounds(&params{period: e.period, until: t + 2*int64(c.cfg.tune)})
 
 	achieved, conv, lead := e.passed, 1.0, int64(0)
