@@ -46,5 +46,6 @@ func (b Budget) Flow() flow.Budget {
 		Rewards: b.Kind == KindRewards,
 		Scored:  b.Scored,
 		Parent:  b.Parent,
+		Delay:   b.Action == ActionDelay,
 	}
 }

@@ -68,6 +68,7 @@ func (v *checker) budgets(c *Config) {
 			v.add(p+".kind", fmt.Sprintf("must be %q or %q, got %q", KindPasses, KindRewards, b.Kind))
 		}
 		v.budgetTime(p, b)
+		v.budgetAction(p, b, c.Budgets)
 		if b.Scored && c.Fields.Score == "" && c.Fields.ScoreExpr == "" {
 			v.add(p+".scored", "a scored budget needs fields.score or fields.score_expr")
 		}

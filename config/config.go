@@ -159,6 +159,11 @@ type Budget struct {
 	Scored bool `yaml:"scored"`
 	// Parent names the budget above this one; a pass must fit both.
 	Parent string `yaml:"parent,omitempty"`
+	// Action is what happens to an event over the budget: ActionReject
+	// (the default) or ActionDelay (backpressure: pause the partition until
+	// the next period; period budgets of passes only, not scored, not
+	// nested).
+	Action Action `yaml:"action,omitempty"`
 }
 
 // Kind says what a budget's target counts.

@@ -57,6 +57,9 @@ func (c *Config) defaults() {
 		if c.Budgets[i].Kind == "" {
 			c.Budgets[i].Kind = KindPasses
 		}
+		if c.Budgets[i].Action == "" {
+			c.Budgets[i].Action = ActionReject
+		}
 	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = DefaultHTTPListen

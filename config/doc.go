@@ -60,6 +60,8 @@
 //	  - name: account
 //	    target: 1000
 //	    period: 1m                       # at most target per period
+//	    action: reject                   # reject or delay (default reject); delay:
+//	                                     # pause the partition until the next period
 //	caps:                                # optional per-key frequency caps (GCRA)
 //	  - name: per-user                   # required, unique, not a budget's name
 //	    key: user                        # optional; default: fields.key
