@@ -17,7 +17,7 @@ func (w *Worker) loop(ctx context.Context) error {
 	w.nextSync = now
 	pending := 0
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithDeadline(ctx, nextCommit)
+		pctx, cancel := context.WithDeadline(ctx, w.pollDeadline(nextCommit))
 		fs := w.sess.poll(pctx, w.cfg.maxPollRecords)
 		cancel()
 		if fs.IsClientClosed() {
@@ -135,7 +135,8 @@ func (w *Worker) commit() error {
 
 	ok := w.produceErrs.Load() == 0
 	t1 := time.Now()
-	committed, err := w.sess.end(ctx, ok)
+	held := heldOffsets(touched)
+	committed, err := w.sess.end(ctx, ok, held)
 	w.m.commitSeconds.WithLabelValues("end").Observe(time.Since(t1).Seconds())
 	if !ok {
 		perr := w.produceErr.Load()
@@ -163,6 +164,7 @@ func (w *Worker) commit() error {
 			}
 		}
 	}
+	w.applyHolds(touched, held, committed)
 	if err := w.sess.begin(); err != nil {
 		return err
 	}

@@ -45,8 +45,9 @@ type partition struct {
 	deciders   []Decider    // the same lanes, for Event
 	ev         Event
 	counts     counts
-	touched    bool  // processed records since the last commit
-	nextOffset int64 // offset after the last processed record
+	touched    bool      // processed records since the last commit
+	nextOffset int64     // offset after the last processed record
+	hold       holdState // a delay budget stopped the partition (delay.go)
 	committed  stats.Checkpoint
 	caps       *partitionCaps // nil without caps, and for reward partitions
 	limitLanes []Decider      // lanes of the variant limits, by limit index
@@ -157,12 +158,17 @@ func (p *partition) run() {
 	for b := range p.in {
 		p.follow(b.now)
 		for _, r := range b.recs {
+			if p.hold.on {
+				break // the commit rewinds to the held record
+			}
 			if p.reward {
 				p.processReward(r, b.now)
 			} else {
 				p.process(r, b.now)
 			}
-			p.nextOffset = r.Offset + 1
+			if !p.hold.on {
+				p.nextOffset = r.Offset + 1
+			}
 		}
 		p.touched = true
 		p.w.inflight.Done()
@@ -204,6 +210,8 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		}
 	case OutcomeDrop:
 		p.counts.dropped++
+	case OutcomeDelay:
+		p.holdBack(r, e)
 	default: // OutcomeDeadLetter, or a stage's unknown outcome
 		if e.Err == nil {
 			e.Err = recErr("pipeline", ReasonUnexplained, "", "outcome "+o.String())

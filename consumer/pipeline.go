@@ -26,9 +26,13 @@ const (
 	// OutcomeDrop: the event is consumed without output and counted (for
 	// user stages that filter).
 	OutcomeDrop
+	// OutcomeDelay: a delay budget has no allowance for the event now.
+	// The partition stops at this record, is paused, and fetches it again
+	// when the budget refills (see delay.go). Nothing is written.
+	OutcomeDelay
 )
 
-var outcomeNames = [...]string{OutcomePass: "pass", OutcomeReject: "reject", OutcomeDeadLetter: "dead-letter", OutcomeDrop: "drop"}
+var outcomeNames = [...]string{OutcomePass: "pass", OutcomeReject: "reject", OutcomeDeadLetter: "dead-letter", OutcomeDrop: "drop", OutcomeDelay: "delay"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
@@ -304,6 +308,9 @@ func DecideStage() Middleware {
 				return e.DeadLetter(recErr(StageDecide, ReasonUnknownBudget, "", e.Fields.Budget))
 			}
 			e.Verdict = l.Decide(e.Now, e.Fields.Score)
+			if e.Verdict.Reason == flow.ReasonDelayed {
+				return OutcomeDelay
+			}
 			if !e.Verdict.Pass {
 				by := e.Verdict.By
 				if by == "" {

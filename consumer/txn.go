@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // session hides the difference between the two delivery guarantees from
@@ -20,8 +21,9 @@ type session interface {
 	// with the polled offsets. committed is false when the unit was
 	// aborted instead: the client then rewinds every partition to its
 	// committed offset and the caller must roll its state back. err is
-	// fatal.
-	end(ctx context.Context, commit bool) (committed bool, err error)
+	// fatal. held, if not nil, replaces the offsets committed for those
+	// partitions (delay budgets: their first unprocessed record).
+	end(ctx context.Context, commit bool, held map[string]map[int32]kgo.EpochOffset) (committed bool, err error)
 	allowRebalance()
 	close()
 }
@@ -34,7 +36,13 @@ func (t txnSession) poll(ctx context.Context, max int) kgo.Fetches {
 	return t.s.PollRecords(ctx, max)
 }
 func (t txnSession) begin() error { return t.s.Begin() }
-func (t txnSession) end(ctx context.Context, commit bool) (bool, error) {
+func (t txnSession) end(ctx context.Context, commit bool, held map[string]map[int32]kgo.EpochOffset) (bool, error) {
+	if held != nil {
+		ctx = kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+			overrideTxnOffsets(req, held)
+			return nil
+		})
+	}
 	// End flushes before ending the transaction (or aborts buffered
 	// records), commits the polled offsets in the transaction, and on an
 	// abort rewinds the consumer to the committed offsets.
@@ -59,14 +67,18 @@ func (p plainSession) poll(ctx context.Context, max int) kgo.Fetches {
 	return p.cl.PollRecords(ctx, max)
 }
 func (p plainSession) begin() error { return nil }
-func (p plainSession) end(ctx context.Context, commit bool) (bool, error) {
+func (p plainSession) end(ctx context.Context, commit bool, held map[string]map[int32]kgo.EpochOffset) (bool, error) {
 	if err := p.cl.Flush(ctx); err != nil {
 		return false, fmt.Errorf("flush: %w", err)
 	}
 	if !commit {
 		return false, errCannotAbort
 	}
-	if err := p.cl.CommitUncommittedOffsets(ctx); err != nil {
+	doCommit := p.cl.CommitUncommittedOffsets
+	if held != nil {
+		doCommit = func(ctx context.Context) error { return commitHeld(ctx, p.cl, held) }
+	}
+	if err := doCommit(ctx); err != nil {
 		return false, fmt.Errorf("commit offsets: %w", err)
 	}
 	return true, nil

@@ -74,6 +74,8 @@ type Worker struct {
 	viewPtr  atomic.Pointer[stats.View] // view, for Ready
 	clientPt atomic.Pointer[kgo.Client] // the session's client, for Pause and Resume
 
+	delay delayState // partitions paused by delay budgets
+
 	mu    sync.Mutex // guards parts
 	parts map[topicPartition]*partition
 
@@ -175,6 +177,7 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		return nil, err
 	}
 	w.srm = newSRMCheck(w.reg, c.splitter)
+	w.delay.init(w.reg)
 	w.onProduced = w.produced
 	w.onOutput = func(r *kgo.Record, err error) {
 		w.produced(r, err)
@@ -397,7 +400,7 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 
 func (w *Worker) newSession() (session, error) {
 	topics := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
-	opts := append(append(append(ClientTuning(), ProducerLimits()...), w.cfg.clientOpts...),
+	opts := append(append(append(append(ClientTuning(), ProducerLimits()...), w.delayClientOpts()...), w.cfg.clientOpts...),
 		kgo.ConsumerGroup(w.cfg.group),
 		kgo.ConsumeTopics(topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -530,6 +533,7 @@ func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 	n := len(w.parts)
 	w.mu.Unlock()
 	w.stopPartitions(gone)
+	w.resumeRevoked(cl, revoked)
 	w.updateShare(ctx, cl)
 	w.m.assigned.Set(float64(n))
 	if len(gone) > 0 {

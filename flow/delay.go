@@ -26,11 +26,12 @@ import (
 //     period): allowance = share × (Target − the cluster's passes so far);
 //   - a change of share in the middle of a period (a rebalance): the
 //     allowance becomes what the node has used plus its new share of what
-//     the cluster has left.
+//     the cluster has left, if that is less; a share that grew waits for
+//     the next period.
 //
-// Both can only err low while the peers' reports are complete; passes made
-// by peers since their last report are not counted, which may let a
-// rebalance period pass slightly more than Target. Steady periods cannot.
+// Passes peers made since their last report are estimated at their last
+// pass rate; an error there can only matter in the period of a start or a
+// rebalance. Steady periods cannot pass more than Target.
 //
 // A delayed event is not counted as offered: it will be offered again.
 
@@ -58,7 +59,7 @@ func (l *Lane) decideDelay(t int64, prm *params) Verdict {
 	idx := l.period.Load()
 	q := c.quota.Load()
 	if q == nil || q.period < idx {
-		q = c.openQuota(idx)
+		q = c.openQuota(idx, t)
 	}
 	if q.period != idx {
 		// Another lane of this node already entered a later period: this
@@ -85,7 +86,7 @@ func (l *Lane) RetryAt() time.Time { return time.Unix(0, l.retryAt) }
 
 // openQuota opens the node's allowance for period idx, unless a lane did
 // already (or entered a later one), and returns the current allowance.
-func (c *Controller) openQuota(idx int64) *quota {
+func (c *Controller) openQuota(idx, t int64) *quota {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.quota.Load()
@@ -95,7 +96,7 @@ func (c *Controller) openQuota(idx int64) *quota {
 	q := &quota{period: idx, share: c.share, gen: c.gen}
 	left := c.b.Target
 	if old == nil {
-		left -= c.passedIn(idx)
+		left -= c.passedIn(idx, t)
 	}
 	q.allow.Store(shareOf(c.share, left))
 	c.quota.Store(q)
@@ -103,7 +104,10 @@ func (c *Controller) openQuota(idx int64) *quota {
 }
 
 // retuneQuota re-computes the allowance of the current period when the
-// node's share changed since it was opened. Called under c.mu.
+// node's share changed since it was opened: what it used plus its new share
+// of what the cluster has left, but never more than it had (the nodes whose
+// share fell may not have reported their last passes yet; a share that grew
+// takes effect at the next period). Called under c.mu.
 func (c *Controller) retuneQuota(t, idx int64) {
 	q := c.quota.Load()
 	if q != nil && q.gen != c.gen {
@@ -117,20 +121,31 @@ func (c *Controller) retuneQuota(t, idx int64) {
 		return
 	}
 	q.share = c.share
-	q.allow.Store(q.used.Load() + shareOf(c.share, c.b.Target-c.passedIn(idx)))
+	q.allow.Store(min(q.allow.Load(), q.used.Load()+shareOf(c.share, c.b.Target-c.passedIn(idx, t))))
 }
 
-// passedIn sums the cluster's passes in period idx: this node's lanes, and
-// each peer source's last report of that period. Called under c.mu.
-func (c *Controller) passedIn(idx int64) float64 {
+// passedIn estimates the cluster's passes in period idx at t: this node's
+// lanes, each peer source's last report of that period, and what a fresh
+// peer source passed since, at its last known pass rate. Called under c.mu.
+func (c *Controller) passedIn(idx, t int64) float64 {
 	var n float64
 	for _, l := range c.laneList {
 		_, in, _ := l.counts(idx)
 		n += float64(in.Passed)
 	}
+	_, start, _ := c.sched.period(t)
 	for _, p := range c.peerList {
-		if p.rep.Period == idx {
+		from := p.at
+		switch {
+		case p.rep.Period == idx:
 			n += float64(p.rep.InPeriod.Passed)
+		case p.rep.Period < idx:
+			from = max(p.at, start)
+		default:
+			continue
+		}
+		if p.rateKnown && t-p.at <= int64(c.cfg.staleAfter) && t > from {
+			n += p.passRate * float64(t-from) / 1e9
 		}
 	}
 	return n

@@ -191,8 +191,10 @@ func TestDelayStartMidPeriod(t *testing.T) {
 	if got := a.step(t, at(time.Second), 1000) + c.step(t, at(time.Second), 1000); got != 600 {
 		t.Fatalf("two nodes passed %d, want 2 × 300", got)
 	}
-	ex.Publish(a.tree.Reports(at(2*time.Second), nil))
-	ex.Publish(c.tree.Reports(at(2*time.Second), nil))
+	// Reports made at the instant the late node joins: nothing to
+	// extrapolate (TestDelayStartExtrapolates covers that).
+	ex.Publish(a.tree.Reports(at(3*time.Second), nil))
+	ex.Publish(c.tree.Reports(at(3*time.Second), nil))
 	late := newDelayNode(t, b, 1.0/3, []string{"p2"}, at(3*time.Second))
 	late.tree.Sync(at(3*time.Second), ex)
 	if got := late.step(t, at(3*time.Second), 1000); got != 100 {
@@ -200,6 +202,23 @@ func TestDelayStartMidPeriod(t *testing.T) {
 	}
 	if got := late.step(t, at(10*time.Second), 1000); got != 300 {
 		t.Fatalf("the late node's next period: %d passes, want 300", got)
+	}
+}
+
+// Passes peers made since their last report count at their last pass rate,
+// so a node joining mid-period errs low.
+func TestDelayStartExtrapolates(t *testing.T) {
+	b := delayBudget(900, 10*time.Second)
+	ex := &MemoryExchange{}
+	a := newDelayNode(t, b, 0.5, []string{"p0"}, t0)
+	if got := a.step(t, at(time.Second), 200); got != 200 {
+		t.Fatalf("passed %d, want 200", got)
+	}
+	ex.Publish(a.tree.Reports(at(2*time.Second), nil)) // 200 over 2 s: 100/s
+	late := newDelayNode(t, b, 0.5, []string{"p1"}, at(3*time.Second))
+	late.tree.Sync(at(3*time.Second), ex)
+	if got := late.step(t, at(3*time.Second), 1000); got != 300 {
+		t.Fatalf("the late node passed %d, want floor(0.5 × (900 − 200 − 100/s × 1 s)) = 300", got)
 	}
 }
 
@@ -217,9 +236,18 @@ func TestDelayShareChangeMidPeriod(t *testing.T) {
 	ex.Publish(c.tree.Reports(at(2*time.Second), nil))
 	a.tree.Sync(at(2*time.Second), ex)
 	a.tree.SetShare(0.25)
-	a.tree.Tune(at(2100 * time.Millisecond))
+	a.tree.Tune(at(2 * time.Second))
 	if _, allow, used := a.tree.Controller("d").Allowance(); used != 200 || allow != 300 {
 		t.Fatalf("allowance %d (used %d), want 200 + floor(0.25 × 400) = 300", allow, used)
+	}
+	// c takes over: its share grows, but only from the next period.
+	c.tree.SetShare(0.75)
+	c.tree.Tune(at(2200 * time.Millisecond))
+	if _, allow, used := c.tree.Controller("d").Allowance(); used != 400 || allow != 500 {
+		t.Fatalf("allowance %d (used %d), want 500 kept until the period ends", allow, used)
+	}
+	if got := c.step(t, at(10*time.Second), 1000); got != 750 {
+		t.Fatalf("next period: %d passes, want 0.75 × 1000", got)
 	}
 }
 

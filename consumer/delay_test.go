@@ -1,0 +1,221 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+const (
+	delayTarget = 200
+	delayPeriod = 500 * time.Millisecond
+)
+
+func (env *testEnv) startDelayWorker(t *testing.T, name string, opts ...Opt) *runningWorker {
+	t.Helper()
+	tree, err := flow.NewTree([]flow.Budget{{Name: "d", Target: delayTarget, Period: delayPeriod, Delay: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder([]string{"d"}, KeyPath("user"), IDPath("id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("worker", name).Logger()
+	w, err := NewWorker(tree, dec, append([]Opt{
+		ClientOpts(env.clientOpts()...),
+		Group("gd"),
+		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq",
+			Stats: "dstats", Checkpoints: "ckpt"}),
+		SyncInterval(200 * time.Millisecond),
+		WithLogger(log),
+		HTTPListen("127.0.0.1:0"),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
+	go func() { rw.done <- w.Run(ctx) }()
+	t.Cleanup(func() { rw.stop(t) })
+	return rw
+}
+
+// owned returns the input partitions a worker owns.
+func owned(w *Worker) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.parts)
+}
+
+// arrivals follows a topic (read_committed) and notes when each record
+// became visible.
+type arrivals struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (env *testEnv) follow(ctx context.Context, t *testing.T, topic string) *arrivals {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addrs...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &arrivals{}
+	go func() {
+		defer cl.Close()
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			now := time.Now()
+			a.mu.Lock()
+			fs.EachRecord(func(*kgo.Record) { a.at = append(a.at, now) })
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+// TestDelayBudget runs a backlog of events through two workers and a delay
+// budget of 200 per 500 ms: every event ends in the output exactly once,
+// none is rejected, the offsets committed are the checkpoints' offsets,
+// and by any instant the output holds no more than 200 per period begun
+// since the backlog was written (records become visible after they are
+// processed, so this bound holds however slow the machine). In the
+// exactly-once run one worker stops mid-way, so a paused partition moves.
+func TestDelayBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		delivery Delivery
+		stopOne  bool
+	}{
+		{"exactly-once", ExactlyOnce, true},
+		{"at-least-once", AtLeastOnce, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t)
+			w1 := env.startDelayWorker(t, "w1", WithDelivery(tc.delivery))
+			w2 := env.startDelayWorker(t, "w2", WithDelivery(tc.delivery))
+			waitReady(t, w1.w)
+			waitReady(t, w2.w)
+			deadline := time.Now().Add(waitLong)
+			for owned(w1.w) != inputPartitions/2 || owned(w2.w) != inputPartitions/2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the group did not settle: %d and %d partitions", owned(w1.w), owned(w2.w))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := env.follow(ctx, t, "out")
+
+			const n = 2400
+			var recs []*kgo.Record
+			for i := 0; i < n; i++ {
+				recs = append(recs, &kgo.Record{Topic: "events", Key: []byte(fmt.Sprintf("u%d", i%97)),
+					Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"d","user":"u%d"}`, i, i%97))})
+			}
+			start := time.Now()
+			env.produce(recs)
+			if tc.stopOne {
+				for {
+					out.mu.Lock()
+					k := len(out.at)
+					out.mu.Unlock()
+					if k >= n/3 {
+						break
+					}
+					if time.Now().After(start.Add(waitLong)) {
+						t.Fatalf("only %d records out", k)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				w2.stop(t)
+			}
+			env.waitCommittedGroup("gd", "events")
+			w1.stop(t)
+			w2.stop(t)
+
+			got := env.readAll("out", "rejected", "dlq")
+			if len(got["rejected"]) != 0 || len(got["dlq"]) != 0 {
+				t.Fatalf("%d rejected, %d dead-lettered; want none", len(got["rejected"]), len(got["dlq"]))
+			}
+			seen := make([]int, n)
+			for _, r := range got["out"] {
+				if id := recordID(r); id >= 0 && id < n {
+					seen[id]++
+				}
+			}
+			for id, k := range seen {
+				if k != 1 {
+					t.Fatalf("event %d is in the output %d times", id, k)
+				}
+			}
+
+			// the bound: arrivals by T ≤ target × periods begun in [start, T]
+			p := int64(delayPeriod)
+			first := start.UnixNano() / p
+			out.mu.Lock()
+			for i, at := range out.at {
+				if begun := at.UnixNano()/p - first + 1; int64(i+1) > delayTarget*begun {
+					t.Errorf("%d records out %v after the backlog was written: more than %d per period over %d periods",
+						i+1, at.Sub(start), delayTarget, begun)
+					break
+				}
+			}
+			last := out.at[len(out.at)-1]
+			out.mu.Unlock()
+			t.Logf("%d events through in %v (%d periods of %v; at least %d needed)", n, last.Sub(start).Round(time.Millisecond),
+				last.UnixNano()/p-first+1, delayPeriod, n/delayTarget)
+
+			// the checkpoints hold the committed offsets and count every pass
+			committed, err := env.adm.FetchOffsets(ctx, "gd")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var passed uint64
+			for src, cp := range env.checkpoints() {
+				var id int32
+				if _, err := fmt.Sscanf(src, "events/%d", &id); err != nil {
+					continue
+				}
+				c, _ := committed.Lookup("events", id)
+				if cp.Offset != c.At {
+					t.Errorf("%s: checkpoint at offset %d, group committed %d", src, cp.Offset, c.At)
+				}
+				if r, ok := cp.Report("d"); ok {
+					passed += r.Total.Passed
+				}
+			}
+			if passed != n {
+				t.Errorf("checkpoints count %d passes, want %d", passed, n)
+			}
+			if pauses := counterSum(t, w1.w, "throttler_delays_total") + counterSum(t, w2.w, "throttler_delays_total"); pauses == 0 {
+				t.Error("throttler_delays_total is 0: no partition was paused")
+			}
+		})
+	}
+}
+
+func counterSum(t *testing.T, w *Worker, name string) float64 {
+	t.Helper()
+	mfs, err := w.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
