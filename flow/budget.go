@@ -51,10 +51,19 @@ func (e *BudgetError) Error() string {
 
 func (e *BudgetError) Unwrap() error { return ErrInvalidBudget }
 
-// sameBudget reports whether a and b define the same budget (instants
-// compared as instants, whatever their locations).
+// sameBudget reports whether a and b define the same budget: every field
+// equal, instants compared as instants whatever their locations.
 func sameBudget(a, b Budget) bool {
-	return a.Name == b.Name && a.Target == b.Target && a.Begin.Equal(b.Begin) && a.End.Equal(b.End) &&
-		a.Reserve == b.Reserve && a.Period == b.Period && a.Rewards == b.Rewards && a.Scored == b.Scored &&
-		a.Parent == b.Parent
+	return instant(a) == instant(b)
+}
+
+// instant returns b with Begin and End in UTC without a monotonic reading.
+func instant(b Budget) Budget {
+	if !b.Begin.IsZero() {
+		b.Begin = time.Unix(0, b.Begin.UnixNano()).UTC()
+	}
+	if !b.End.IsZero() {
+		b.End = time.Unix(0, b.End.UnixNano()).UTC()
+	}
+	return b
 }

@@ -346,3 +346,26 @@ func TestUpdateConcurrent(t *testing.T) {
 		t.Fatal("NaN working rate")
 	}
 }
+
+func TestSameBudget(t *testing.T) {
+	a := Budget{Name: "a", Target: 1, Begin: t0, End: at(time.Hour)}
+	b := a
+	b.Begin, b.End = t0.In(time.FixedZone("x", 3600)), at(time.Hour).Local()
+	if !sameBudget(a, b) {
+		t.Fatal("the same instants in other zones differ")
+	}
+	for _, change := range []func(*Budget){
+		func(b *Budget) { b.Target = 2 },
+		func(b *Budget) { b.End = at(2 * time.Hour) },
+		func(b *Budget) { b.Reserve = time.Second },
+		func(b *Budget) { b.Scored = true },
+		func(b *Budget) { b.Rewards = true },
+		func(b *Budget) { b.Parent = "p" },
+	} {
+		c := a
+		change(&c)
+		if sameBudget(a, c) {
+			t.Errorf("%+v and %+v are the same", a, c)
+		}
+	}
+}
