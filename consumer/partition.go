@@ -119,9 +119,10 @@ func (p *partition) open(now time.Time) error {
 		return err
 	}
 	p.src = src
-	p.tab = p.w.budgetTab.Load()
+	// p.tab stays as it is: the poll loop may read it (flushing counts)
+	// while the partition starts; a newer table is taken in follow, at
+	// the start of a batch.
 	p.ev.budgets = p.tab
-	p.counts.grow(len(p.tab.names))
 	p.relane()
 	p.openVariants()
 	p.nextOffset = p.committed.Offset
