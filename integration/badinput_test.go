@@ -8,6 +8,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/testcert"
 )
 
 // TestBadInputKfake runs the shared suite on the embedded broker: every
@@ -22,4 +23,28 @@ func TestBadInputKfake(t *testing.T) {
 	}
 	defer b.Close()
 	runBadInputSuite(t, b.Addrs(), config.Security{})
+}
+
+// TestBadInputKfakeSASLTLS runs the shared suite on an embedded broker
+// that requires TLS and SCRAM-SHA-512: every client of the worker (group
+// session, transactions, stats view, checkpoints, topic creation) goes
+// through the config's security section.
+func TestBadInputKfakeSASLTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+	defer cancel()
+	files, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop()),
+		broker.TLS(files.Cert, files.Key),
+		broker.Users(broker.SASLUser{Mechanism: config.SASLScramSHA512, User: "worker", Password: "w-secret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	runBadInputSuite(t, b.Addrs(), config.Security{
+		TLS:  config.TLS{CAFile: files.CA},
+		SASL: config.SASL{Mechanism: config.SASLScramSHA512, Username: "worker", Password: "w-secret"},
+	})
 }
