@@ -2,6 +2,7 @@ package config
 
 import (
 	"strings"
+	"time"
 
 	"github.com/throttler/throttler/flow"
 )
@@ -21,15 +22,19 @@ func CheckBudget(b Budget) Problems {
 	if b.Scored {
 		c.Fields.Score = "score"
 	}
-	c.Budgets[0].Parent = ""
+	if b.Parent != "" && b.Parent != b.Name {
+		// A stand-in parent, so that the parent's existence is not judged
+		// here; its own problems are dropped below.
+		c.Budgets = append(c.Budgets, Budget{Name: b.Parent, Target: 1, Period: time.Second})
+	}
 	v := &checker{}
 	v.budgets(c)
-	if b.Parent != "" && b.Parent == b.Name {
-		v.add("budgets[0].parent", "a budget cannot be its own parent")
-	}
-	ps := v.problems
-	for i := range ps {
-		ps[i].Path = strings.TrimPrefix(strings.TrimPrefix(ps[i].Path, "budgets[0]"), ".")
+	var ps Problems
+	for _, p := range v.problems {
+		if p.Path == "budgets[0]" || strings.HasPrefix(p.Path, "budgets[0].") {
+			p.Path = strings.TrimPrefix(strings.TrimPrefix(p.Path, "budgets[0]"), ".")
+			ps = append(ps, p)
+		}
 	}
 	return ps
 }

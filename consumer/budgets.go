@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -103,7 +104,14 @@ func (w *Worker) UpdateBudgets(budgets []flow.Budget) (flow.Changes, error) {
 			return flow.Changes{}, &flow.BudgetError{Budget: l.Budget, Field: "name", Reason: "the limit of variant " + l.Layer + "/" + l.Experiment + "/" + l.Variant + " cannot be deleted"}
 		}
 	}
+	delay := map[string]bool{}
 	for _, b := range budgets {
+		delay[b.Name] = b.Delay
+	}
+	for _, b := range budgets {
+		if delay[b.Parent] {
+			return flow.Changes{}, &flow.BudgetError{Budget: b.Name, Field: "parent", Reason: fmt.Sprintf("%q is a delay budget, which cannot be a parent", b.Parent)}
+		}
 		if b.Rewards && len(w.cfg.topics.Rewards) == 0 {
 			return flow.Changes{}, &flow.BudgetError{Budget: b.Name, Field: "kind", Reason: "a rewards budget needs reward topics, and this worker reads none"}
 		}

@@ -134,3 +134,29 @@ func TestState(t *testing.T) {
 		t.Fatalf("child moved: accepted %v, budgets %s", acc, names(s.Budgets()))
 	}
 }
+
+func TestDelayRecords(t *testing.T) {
+	b := config.Budget{Name: "d", Target: 100, Period: time.Minute, Action: config.ActionDelay}
+	k, v, err := EncodeSet(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Decode(k, v); err != nil || r.Budget.Action != config.ActionDelay || !r.Budget.Flow().Delay {
+		t.Fatalf("delay budget: %+v, %v", r, err)
+	}
+	for val, field := range map[string]string{
+		`{"version":1,"name":"d","target":5,"period":"1m","action":"wait"}`:                  "action",
+		`{"version":1,"name":"d","target":5,"period":"1m","action":"delay","parent":"acct"}`: "parent",
+		`{"version":1,"name":"d","target":5,"period":"1m","action":"delay","scored":true}`:   "scored",
+	} {
+		_, err := Decode([]byte("d"), []byte(val))
+		var re *RecordError
+		if !errors.As(err, &re) || re.Field != field {
+			t.Errorf("%s: got %v, want an error on %s", val, err, field)
+		}
+	}
+	// A parent that exists elsewhere is not judged on the record alone.
+	if _, err := Decode([]byte("c"), []byte(`{"version":1,"name":"c","target":5,"period":"1m","parent":"acct"}`)); err != nil {
+		t.Fatalf("child of another budget: %v", err)
+	}
+}

@@ -6,7 +6,8 @@
 //
 //   - a definition, a JSON object with "version": 1 and the budget's fields
 //     under their config-file names (name, target, begin, end, reserve,
-//     period, kind, scored, parent; times RFC 3339, durations as "30s"):
+//     period, kind, scored, parent, action; times RFC 3339, durations as
+//     "30s"):
 //     the budget is this, whether or not the config file has it;
 //   - a deletion, {"version": 1, "name": N, "deleted": true}: the budget is
 //     deleted, even if the config file has it;
@@ -99,6 +100,7 @@ type value struct {
 	Kind    string   `json:"kind,omitempty"`
 	Scored  bool     `json:"scored,omitempty"`
 	Parent  string   `json:"parent,omitempty"`
+	Action  string   `json:"action,omitempty"`
 }
 
 // EncodeSet returns the key and value defining b, which must pass
@@ -107,7 +109,7 @@ func EncodeSet(b config.Budget) (key, val []byte, err error) {
 	if ps := config.CheckBudget(b); len(ps) > 0 {
 		return nil, nil, ps
 	}
-	v := value{Version: Version, Name: b.Name, Target: &b.Target, Kind: string(b.Kind), Scored: b.Scored, Parent: b.Parent}
+	v := value{Version: Version, Name: b.Name, Target: &b.Target, Kind: string(b.Kind), Scored: b.Scored, Parent: b.Parent, Action: string(b.Action)}
 	if !b.Begin.IsZero() {
 		v.Begin = b.Begin.Format(time.RFC3339Nano)
 	}
@@ -170,12 +172,12 @@ func Decode(key, val []byte) (Record, error) {
 		return bad("name", fmt.Sprintf("%q differs from the key %q", v.Name, name))
 	}
 	if v.Deleted {
-		if v.Target != nil || v.Begin != "" || v.End != "" || v.Period != "" || v.Reserve != "" || v.Kind != "" || v.Scored || v.Parent != "" {
+		if v.Target != nil || v.Begin != "" || v.End != "" || v.Period != "" || v.Reserve != "" || v.Kind != "" || v.Scored || v.Parent != "" || v.Action != "" {
 			return bad("deleted", "a deletion carries no definition")
 		}
 		return Record{Name: name, Op: OpDelete}, nil
 	}
-	b := config.Budget{Name: name, Kind: config.Kind(v.Kind), Scored: v.Scored, Parent: v.Parent}
+	b := config.Budget{Name: name, Kind: config.Kind(v.Kind), Scored: v.Scored, Parent: v.Parent, Action: config.Action(v.Action)}
 	if v.Target == nil {
 		return bad("target", "missing")
 	}

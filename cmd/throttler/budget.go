@@ -22,6 +22,7 @@ import (
 var budgetFlagOf = map[string]string{
 	"name": "name", "target": "target", "begin": "begin", "end": "end",
 	"reserve": "reserve", "period": "period", "kind": "kind", "scored": "scored", "parent": "parent",
+	"action": "action",
 }
 
 // controlFlags are the flags every budget command shares: where the
@@ -130,8 +131,9 @@ reward topics.`,
 		kind := fs.String("kind", string(config.KindPasses), "what -target counts: passes or rewards")
 		fs.BoolVar(&b.Scored, "scored", false, "highest scores pass first")
 		fs.StringVar(&b.Parent, "parent", "", "`name` of the budget above this one")
+		action := fs.String("action", "", "over the budget: reject (default) or delay (pause the partitions until the next period; period budgets only)")
 		return func(ctx context.Context, e *env) error {
-			b.Kind = config.Kind(*kind)
+			b.Kind, b.Action = config.Kind(*kind), config.Action(*action)
 			if b.Name == "" {
 				return &usageError{"flag -name is required"}
 			}

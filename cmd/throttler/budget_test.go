@@ -170,6 +170,8 @@ func TestBudgetSetBadFlags(t *testing.T) {
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--kind", "clicks"}, "-kind"},
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--reserve", "1m"}, "-reserve"},
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--parent", "x"}, "-parent"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "wait"}, "-action"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "delay", "--parent", "p"}, "-parent"},
 	}
 	for _, c := range cases {
 		args := append([]string{"budget", "set", "--brokers", "127.0.0.1:1"}, c.args...)
