@@ -316,17 +316,24 @@ func quantity(e *Event, sp CapSpec) (int64, *RecordError) {
 	return int64(r.Num), nil
 }
 
-// capHeaders adds the CL.THROTTLE answer to a capped event's record.
+// capHeaders adds the CL.THROTTLE answer to a capped event's record. The
+// four numbers share one allocation (the record outlives the event).
 func capHeaders(e *Event, name string, r flow.CapResult) {
+	buf := make([]byte, 0, 32) // grows if need be; earlier values keep the old array
+	num := func(v int64) []byte {
+		start := len(buf)
+		buf = strconv.AppendInt(buf, v, 10)
+		return buf[start:len(buf):len(buf)]
+	}
 	ms := func(d time.Duration) []byte {
 		if d < 0 {
-			return []byte("-1")
+			return num(-1)
 		}
-		return strconv.AppendInt(nil, int64((d+time.Millisecond-1)/time.Millisecond), 10)
+		return num(int64((d + time.Millisecond - 1) / time.Millisecond))
 	}
 	e.AddHeader(HeaderCap, bytesOf(name))
-	e.AddHeader(HeaderCapLimit, strconv.AppendInt(nil, r.Limit, 10))
-	e.AddHeader(HeaderCapRemaining, strconv.AppendInt(nil, r.Remaining, 10))
+	e.AddHeader(HeaderCapLimit, num(r.Limit))
+	e.AddHeader(HeaderCapRemaining, num(r.Remaining))
 	e.AddHeader(HeaderCapRetryAfterMs, ms(r.RetryAfter))
 	e.AddHeader(HeaderCapResetAfterMs, ms(r.ResetAfter))
 }

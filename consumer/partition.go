@@ -197,7 +197,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		}
 		w.produceOutput(outputRecord(e, o, e.Topic, w.scored))
 	case OutcomeReject:
-		if bi >= 0 {
+		if bi >= 0 && e.RejectReason != ReasonCap { // a capped event never reached its budget
 			p.counts.offered[bi]++
 		}
 		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
