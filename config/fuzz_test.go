@@ -21,6 +21,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("brokers: [a:1]\nbudgets: [{name: x, parent: x, target: .nan}]\n"))
 	f.Add([]byte("budgets:\n  - {begin: 2026-11-22, end: 2026-11-22T10:00:00Z, colour: 1}\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte(minimal + "security: {tls: {enabled: true, server_name: k}, sasl: {mechanism: scram-sha-512, username: u, password: p}}\n"))
+	f.Add([]byte(minimal + "security: {sasl: {mechanism: PLAIN, username: u, password_env: HOME}}\ndedup_window: 10\n"))
+	f.Add([]byte(minimal + "security: {tls: {cert_file: x}, sasl: {username: u}}\ndedup_window: -1\n"))
 	f.Add([]byte("layers: [{name: l, experiments: [{name: e, allocation: 50, variants: [{name: v, weight: 1, topic: t}]}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)

@@ -33,7 +33,8 @@ problems, prints every one of them, as "path: reason (line N)", on stderr
 and exits 1 without starting anything.
 
 Otherwise checks that the brokers answer (logging each failed attempt,
-giving up after -connect-timeout), creates the output, rejected,
+giving up after -connect-timeout; rejected SASL credentials or a TLS
+mismatch end it at once, exit 1), creates the output, rejected,
 dead-letter and variant topics that are missing (topics.partitions
 partitions, or as many as the first input topic), then runs one worker of
 the consumer group until SIGINT or SIGTERM. On the signal the worker
