@@ -172,6 +172,14 @@ func TestControlTopic(t *testing.T) {
 			t.Fatalf("applied records %v, want 3", n)
 		}
 	}
+
+	// A worker started now reads the topic from its start: the same
+	// budgets as the others, although its config is theirs.
+	w3 := env.startWorker(t, "w3", WithTopics(topics), SyncInterval(syncInterval))
+	waitReady(t, w3.w)
+	if c, a := w3.w.tree.Controller("c"), w3.w.tree.Controller("a"); c != nil || a == nil || a.Budget().Target != 7777 {
+		t.Fatalf("a new worker's budgets: %+v", w3.w.tree.Budgets())
+	}
 }
 
 // w1Budget returns a worker's budget name as a config budget.
