@@ -105,6 +105,11 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{st("--sasl-mechanism", "scram-sha-1", "--sasl-user", "u", "--sasl-password", "p"), 2, []string{"flag -sasl-mechanism"}},
 		{st("--tls-ca", missing), 2, []string{"flag -tls-ca", "cannot read"}},
 		{st("--timeout", "-1s"), 2, []string{"flag -timeout", "must be positive"}},
+		// budget
+		{[]string{"budget", "set", "--brokers", brokers, "--name", "a", "--target", "10", "--period", "1m", "--sasl-mechanism", "PLAIN", "--sasl-user", "u"}, 2,
+			[]string{"flag -sasl-password", "must be set"}},
+		{[]string{"budget", "list", "--brokers", brokers, "--tls-ca", missing}, 2, []string{"flag -tls-ca", "cannot read"}},
+		{[]string{"budget", "delete", "--brokers", brokers, "--name", "a", "--timeout", "0s"}, 2, []string{"flag -timeout", "must be positive"}},
 		// broker
 		{[]string{"broker", "--addr", "127.0.0.1:0", "--sasl-user", "alice"}, 2, []string{"-sasl-user", "want MECHANISM:USER:PASSWORD"}},
 		{[]string{"broker", "--addr", "127.0.0.1:0", "--sasl-user", "GSSAPI:alice:pw"}, 2, []string{"-sasl-user", `mechanism "GSSAPI"`}},
@@ -130,7 +135,7 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{[]string{"bench", "--cpuprofile", filepath.Join(missingDir, "cpu")}, 2, []string{"flag -cpuprofile", "no such file"}},
 	}
 	for _, tc := range cases {
-		t.Run(strings.Join(tc.args[:min(len(tc.args), 4)], " "), func(t *testing.T) {
+		t.Run(strings.Join(tc.args[:min(len(tc.args), 5)], " "), func(t *testing.T) {
 			// A command that started would run until this deadline: the
 			// test would then fail on its exit code and its duration.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
