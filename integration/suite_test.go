@@ -72,6 +72,8 @@ func badKinds(dupOf []byte) []badKind {
 		{"bad event time", []byte("u1"), []byte(`{"id":"t2","campaign":"open","user":"u1","ts":"yesterday","score":1}`), consumer.ReasonBadTime},
 		{"negative event time", []byte("u1"), []byte(`{"id":"t3","campaign":"open","user":"u1","ts":-5,"score":1}`), consumer.ReasonBadTime},
 		{"duplicate id", []byte("u7"), dupOf, consumer.ReasonDuplicateID},
+		{"no cap key (device) where a cap needs one", []byte("u1"), []byte(`{"id":"c1","campaign":"open","user":"u1","score":1,"cost":1,"ts":1795341600000}`), consumer.ReasonMissingCapKey},
+		{"cap quantity not a whole number", []byte("u1"), []byte(`{"id":"c2","campaign":"open","user":"u1","score":1,"device":"d","cost":1.5,"ts":1795341600000}`), consumer.ReasonCapQuantity},
 	}
 }
 
@@ -113,6 +115,8 @@ group: %s
 topics: {input: [%s], output: %s, rejected: %s, dead_letter: %s, partitions: 3}
 fields: {budget: campaign, key: user, id: id, score: score, time: ts}
 dedup_window: 1000
+caps:
+  - {name: per-device, key: device, rate: 1000000/1h, burst: 100000, quantity: cost}
 commit_interval: 50ms
 budgets:
   - {name: open, target: 1e9, begin: %s, end: %s}
@@ -153,10 +157,10 @@ http: {listen: "127.0.0.1:0"}
 			budget = "tight"
 		}
 		user := fmt.Sprintf("u%d", i%11)
-		add([]byte(user), fmt.Appendf(nil, `{"id":"g%d","campaign":%q,"user":%q,"score":%d,"ts":1795341600000}`, i, budget, user, i%7), sent{budget: budget})
+		add([]byte(user), fmt.Appendf(nil, `{"id":"g%d","campaign":%q,"user":%q,"device":"d%d","cost":1,"score":%d,"ts":1795341600000}`, i, budget, user, i%3, i%7), sent{budget: budget})
 	}
 	const goods = 300
-	first := []byte(`{"id":"g-dup","campaign":"open","user":"u7","score":1,"ts":1795341600000}`)
+	first := []byte(`{"id":"g-dup","campaign":"open","user":"u7","device":"d1","cost":1,"score":1,"ts":1795341600000}`)
 	add([]byte("u7"), first, sent{budget: "open"})
 	kinds := badKinds(first)
 	for i := range goods {
