@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -32,37 +33,71 @@ func FuzzDecodeScanAgrees(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	ts := time.UnixMilli(42)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		for _, d := range []*Decoder{simple, nested} {
-			var fast, slow Decoded
-			var buf [scanBuf]span
-			res := d.results(&buf)
-			scanned, errFast := d.decode(key, value, ts, &fast, res, d.tab)
-			if errFast == nil {
-				errFast = d.score(value, &fast, res, scanned)
-			}
-			slow.clear()
-			var errSlow error
-			if reason := d.check(value); reason != "" {
-				errSlow = recErr(StageDecode, reason, "", "")
-			} else if errSlow = d.fields(key, value, ts, &slow, nil, false, d.tab); errSlow == nil {
-				errSlow = d.score(value, &slow, nil, false)
-			}
-			var rf, rs *RecordError
-			switch {
-			case errFast == nil && errSlow == nil:
-				if fast.Budget != slow.Budget || fast.BudgetIndex != slow.BudgetIndex || fast.Key != slow.Key ||
-					fast.ID != slow.ID || fast.Score != slow.Score || !fast.Time.Equal(slow.Time) {
-					t.Fatalf("scanned %v: fast %+v, slow %+v", scanned, fast, slow)
-				}
-			case errors.As(errFast, &rf) && errors.As(errSlow, &rs):
-				if rf.Reason != rs.Reason || rf.Stage != rs.Stage {
-					t.Fatalf("scanned %v: fast %v, slow %v", scanned, errFast, errSlow)
-				}
-			default:
-				t.Fatalf("scanned %v: fast %v (%+v), slow %v (%+v)", scanned, errFast, fast, errSlow, slow)
-			}
+			checkScanAgrees(t, d, key, value)
 		}
 	})
+}
+
+// FuzzExprScanAgrees is FuzzDecodeScanAgrees over score expressions: for
+// any expression that parses and any record, the score computed from the
+// scanner's captured fields equals the one computed through gjson.
+func FuzzExprScanAgrees(f *testing.F) {
+	for _, c := range [][2]string{
+		{"score * 2 + a.b", `{"budget":"spring","id":1,"score":2,"a":{"b":3}}`},
+		{"log(1 + score) - min(a.b, 3)", `{"budget":"spring","id":1,"score":0.5,"a":{"b":-1}}`},
+		{"clamp(x, 0, 1) * pow(y, 2)", `{"budget":"spring","id":1,"x":"7","y":1e200}`},
+		{"`k-v` / z", `{"budget":"spring","id":1,"k-v":1,"z":0}`},
+		{"sqrt(score)", `{"budget":"spring","id":1,"score":-4}`},
+		{"a.b.c + a.b", `{"budget":"spring","id":1,"a":{"b":{"c":1}}}`},
+	} {
+		f.Add(c[0], []byte(c[1]))
+	}
+	f.Fuzz(func(t *testing.T, src string, value []byte) {
+		if _, err := ParseExpr(src); err != nil {
+			return
+		}
+		d, err := NewDecoder(testBudgets, IDPath("id"), ScoreExpr(src), MaxDepth(6), MaxBytes(4096))
+		if err != nil {
+			return // e.g. too many fields for one expression
+		}
+		checkScanAgrees(t, d, nil, value)
+	})
+}
+
+// checkScanAgrees decodes and scores value with d's one-pass scanner and
+// with the slow path, and fails unless both give the same fields or the
+// same refusal.
+func checkScanAgrees(t *testing.T, d *Decoder, key, value []byte) {
+	t.Helper()
+	ts := time.UnixMilli(42)
+	var fast, slow Decoded
+	var buf [scanBuf]span
+	res := d.results(&buf)
+	scanned, errFast := d.decode(key, value, ts, &fast, res, d.tab)
+	if errFast == nil {
+		errFast = d.score(value, &fast, res, scanned)
+	}
+	slow.clear()
+	var errSlow error
+	if reason := d.check(value); reason != "" {
+		errSlow = recErr(StageDecode, reason, "", "")
+	} else if errSlow = d.fields(key, value, ts, &slow, nil, false, d.tab); errSlow == nil {
+		errSlow = d.score(value, &slow, nil, false)
+	}
+	var rf, rs *RecordError
+	switch {
+	case errFast == nil && errSlow == nil:
+		if fast.Budget != slow.Budget || fast.BudgetIndex != slow.BudgetIndex || fast.Key != slow.Key ||
+			fast.ID != slow.ID || math.Float64bits(fast.Score) != math.Float64bits(slow.Score) || !fast.Time.Equal(slow.Time) {
+			t.Fatalf("scanned %v: fast %+v, slow %+v", scanned, fast, slow)
+		}
+	case errors.As(errFast, &rf) && errors.As(errSlow, &rs):
+		if rf.Reason != rs.Reason || rf.Stage != rs.Stage {
+			t.Fatalf("scanned %v: fast %v, slow %v", scanned, errFast, errSlow)
+		}
+	default:
+		t.Fatalf("scanned %v: fast %v (%+v), slow %v (%+v)", scanned, errFast, fast, errSlow, slow)
+	}
 }
