@@ -1,0 +1,97 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Three `throttler run` processes share a delay budget of 1000 events per
+// second while the load generator writes 3000 per second: the backlog grows
+// and nothing is rejected. Over one minute of steady group membership the
+// output topic (read_committed) must gain within 2% of 1000 per second, and
+// the rejected topic must stay empty.
+func TestDelayBudgetThreeWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 75 s run across processes")
+	}
+	const (
+		target  = 1000
+		period  = time.Second
+		rate    = 3000
+		measure = time.Minute
+	)
+	_, addr := startBroker(t, 12)
+	cfg := writeFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
+group: delayed
+topics:
+  input: [events]
+  output: passed
+  rejected: rejected
+  partitions: 12
+sync_interval: 1s
+commit_interval: 100ms
+fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+budgets:
+  - name: campaign
+    target: %d
+    period: %v
+    action: delay
+http: {listen: "127.0.0.1:0"}
+log: {format: json, level: info}
+`, addr, target, period))
+
+	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", "12",
+		"--rate", fmt.Sprint(rate), "--duration", "150s", "--budgets", "campaign", "--users", "5000", "--seed", "11")
+	gen.waitLine(t, "producing", 30*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := followOutput(ctx, t, addr, "passed", "campaign")
+	rejected := followOutput(ctx, t, addr, "rejected", "campaign")
+
+	var workers []*proc
+	for i := 0; i < 3; i++ {
+		workers = append(workers, start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
+	}
+	// The group settles at four partitions each; cooperative rebalances
+	// end within a few seconds of the last member's join.
+	for _, w := range workers {
+		w.waitLine(t, `"owned":4`, 60*time.Second)
+	}
+	time.Sleep(5 * time.Second)
+
+	// Sample just before a period ends: the workers spend their allowance
+	// early in each period and sit paused until the next one, so by then
+	// the period's transactions have long been visible (a read_committed
+	// reader may see a commit late on a loaded machine).
+	t0 := time.Now().Truncate(period).Add(2*period - 50*time.Millisecond)
+	t1 := t0.Add(measure)
+	time.Sleep(time.Until(t1.Add(2 * time.Second)))
+	n0, n1 := out.at(t0), out.at(t1)
+	got := float64(n1-n0) / measure.Seconds()
+	short := 0
+	for s := t0; s.Before(t1); s = s.Add(period) {
+		if d := out.at(s.Add(period)) - out.at(s); d < target*99/100 {
+			short++
+			t.Logf("period ending at t=%2.0fs: %d visible", s.Add(period).Sub(t0).Seconds(), d)
+		}
+	}
+	t.Logf("%d of %d periods under 99%% of the target (by when their records became visible)", short, int(measure/period))
+	for _, w := range workers {
+		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", w.name, err)
+		}
+	}
+	time.Sleep(time.Second)
+	t.Logf("delivered %.1f events/s over %v (configured %d/s, %+.2f%%); %d rejected; %d delivered in all",
+		got, measure, target, 100*(got-target)/target, rejected.total(), out.total())
+	if math.Abs(got-target)/target > 0.02 {
+		t.Errorf("delivered %.1f events/s, want within 2%% of %d", got, target)
+	}
+	if n := rejected.total(); n != 0 {
+		t.Errorf("%d events rejected, want none", n)
+	}
+}
