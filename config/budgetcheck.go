@@ -39,6 +39,11 @@ func CheckBudget(b Budget) Problems {
 	return ps
 }
 
+// ControlTopic returns the default control topic of a group,
+// "<group>.changes" (not "<group>.control", which an experiment's
+// "control" variant may well use).
+func ControlTopic(group string) string { return group + ".changes" }
+
 // Flow converts the budget to a flow budget.
 func (b Budget) Flow() flow.Budget {
 	return flow.Budget{

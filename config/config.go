@@ -82,7 +82,7 @@ type Topics struct {
 	Caps string `yaml:"caps"`
 	// Control is the compacted topic of budget changes made while the
 	// workers run (throttler budget set/delete). Default
-	// "<group>.control"; empty in a Config built in code means none.
+	// "<group>.changes"; empty in a Config built in code means none.
 	Control string `yaml:"control"`
 	// Partitions is the partition count of the topics the worker creates
 	// on start. 0 (the default) means as many as the first input topic, or

@@ -42,7 +42,7 @@ func (c *Config) defaults() {
 	}
 	c.capDefaults()
 	if c.Topics.Control == "" {
-		c.Topics.Control = c.Group + ".control"
+		c.Topics.Control = ControlTopic(c.Group)
 	}
 	if c.Delivery == "" {
 		c.Delivery = DefaultDelivery

@@ -32,7 +32,7 @@
 //	  stats: throttler.stats             # default "<group>.stats"
 //	  checkpoints: throttler.checkpoints # default "<group>.checkpoints"
 //	  caps: throttler.caps               # the caps' changelog; default "<group>.caps"
-//	  control: throttler.control         # default "<group>.control": budget changes at run time
+//	  control: throttler.changes         # default "<group>.changes": budget changes at run time
 //	  partitions: 12                     # for topics created on start; default 0 = as many as the input, else 12
 //	delivery: exactly-once               # or at-least-once (default exactly-once)
 //	sync_interval: 1s                    # counter exchange period, at least 10ms (default 1s)

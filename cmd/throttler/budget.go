@@ -37,8 +37,8 @@ type controlFlags struct {
 func addControlFlags(fs *flag.FlagSet) *controlFlags {
 	return &controlFlags{
 		kf:      addKafkaFlags(fs, "127.0.0.1:9092"),
-		group:   fs.String("group", config.DefaultGroup, "the workers' consumer `group`; the control topic is <group>.control"),
-		topic:   fs.String("control-topic", "", "control `topic` (default <group>.control; the config's topics.control)"),
+		group:   fs.String("group", config.DefaultGroup, "the workers' consumer `group`; the control topic is <group>.changes"),
+		topic:   fs.String("control-topic", "", "control `topic` (default <group>.changes; the config's topics.control)"),
 		timeout: fs.Duration("timeout", 30*time.Second, "give up reaching the brokers after this long"),
 	}
 }
@@ -51,7 +51,7 @@ func (c *controlFlags) open(ctx context.Context) (*kgo.Client, string, error) {
 		if *c.group == "" {
 			return nil, "", badFlag("group", "must not be empty")
 		}
-		topic = *c.group + ".control"
+		topic = config.ControlTopic(*c.group)
 	}
 	if *c.timeout <= 0 {
 		return nil, "", badFlag("timeout", "must be positive, got %v", *c.timeout)
