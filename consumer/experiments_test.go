@@ -69,6 +69,7 @@ func (env *testEnv) startExperimentWorker(t *testing.T, name string, budgets []f
 		CommitInterval(50 * time.Millisecond),
 		WithLogger(log),
 		WithRegistry(prometheus.NewRegistry()),
+		HTTPListen("127.0.0.1:0"),
 	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -246,4 +247,68 @@ func TestVariantCountsAndSRM(t *testing.T) {
 		t.Fatalf("fair %+v, skewed %+v", fair, skewed)
 	}
 	w1.stop(t)
+}
+
+// TestVariantLimitTwoWorkers: two workers share a variant limit on ui/color/
+// red (a window of 16 s, target 1600: 100 events/s on the ideal course)
+// while 1600 events/s flow for about 8 s, half of them assigned to red.
+// red's topic gets what the cluster-wide limit allows, not what each
+// worker would allow on its own; every other red event is in the output
+// topic with the variant-limited header; and the limit's budget counts, in
+// the checkpoints, exactly what red's topic holds.
+func TestVariantLimitTwoWorkers(t *testing.T) {
+	env := newTestEnv(t)
+	begin := time.Now()
+	limit := flow.Budget{Name: splitter.LimitBudget("ui", "color", "red"), Target: 1600, Begin: begin, End: begin.Add(16 * time.Second)}
+	budgets := []flow.Budget{{Name: "a", Target: 1e12, Period: time.Hour}, limit}
+	opt := WithVariantLimits(VariantLimit{Layer: "ui", Experiment: "color", Variant: "red", Budget: limit.Name, Fallback: splitter.FallbackOutput})
+	w1 := env.startExperimentWorker(t, "w1", budgets, opt)
+	w2 := env.startExperimentWorker(t, "w2", budgets, opt)
+	waitReady(t, w1.w)
+	waitReady(t, w2.w)
+	const chunk = 800
+	n := 0
+	for time.Since(begin) < 8*time.Second {
+		recs := make([]*kgo.Record, chunk)
+		for i := range recs {
+			k := fmt.Sprintf("k%d", n)
+			recs[i] = &kgo.Record{Topic: "events", Key: []byte(k), Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"a","user":%q}`, n, k))}
+			n++
+		}
+		env.produce(recs)
+		time.Sleep(500 * time.Millisecond)
+	}
+	last := time.Now()
+	env.waitCommitted("events")
+	w1.stop(t)
+	w2.stop(t)
+
+	got := env.readAll("out", "out-red", "out-blue")
+	limited := 0
+	for _, r := range got["out"] {
+		if v, ok := HeaderValue(r, HeaderVariantLimited); ok {
+			if v != "ui/color/red" || assignmentsOf(r)[0] != "ui/color/red" {
+				t.Fatalf("limited record %q with assignments %v", v, assignmentsOf(r))
+			}
+			limited++
+		}
+	}
+	red := len(got["out-red"])
+	ideal := limit.Target * last.Sub(begin).Seconds() / 16
+	t.Logf("%d events, red assigned %d: %d to out-red (ideal %.0f at the last produce), %d limited to out", n, red+limited, red, ideal, limited)
+	if len(got["out"])+red+len(got["out-blue"]) != n || limited == 0 || red == 0 {
+		t.Fatalf("out %d, out-red %d, out-blue %d of %d; limited %d", len(got["out"]), red, len(got["out-blue"]), n, limited)
+	}
+	if float64(red) > 1.1*ideal+20 {
+		t.Fatalf("red got %d events, the cluster-wide limit allows about %.0f", red, ideal)
+	}
+	var passes uint64
+	for _, cp := range env.checkpoints() {
+		if r, ok := cp.Report(limit.Name); ok {
+			passes += r.Total.Passed
+		}
+	}
+	if passes != uint64(red) {
+		t.Fatalf("the limit's budget counted %d passes, out-red holds %d", passes, red)
+	}
 }
