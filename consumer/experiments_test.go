@@ -301,7 +301,11 @@ func TestVariantLimitTwoWorkers(t *testing.T) {
 	if len(got["out"])+red+len(got["out-blue"]) != n || limited == 0 || red == 0 {
 		t.Fatalf("out %d, out-red %d, out-blue %d of %d; limited %d", len(got["out"]), red, len(got["out-blue"]), n, limited)
 	}
-	if float64(red) > 1.1*ideal+20 {
+	// A limit each worker applied on its own would let about twice the
+	// ideal through. The bound leaves room for the pacing error of a short
+	// window on a loaded machine (up to 1.18x seen with a second test
+	// binary running beside this one).
+	if float64(red) > 1.3*ideal+20 {
 		t.Fatalf("red got %d events, the cluster-wide limit allows about %.0f", red, ideal)
 	}
 	var passes uint64
