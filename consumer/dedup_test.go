@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,5 +65,32 @@ func TestDedupNeedsID(t *testing.T) {
 	}), DedupWindow(10))
 	if err == nil {
 		t.Fatal("DedupWindow without IDPath accepted")
+	}
+}
+
+// BenchmarkDedupStage measures the stage on fresh ids (one remembered and
+// one forgotten per event, the window full) and on repeats.
+func BenchmarkDedupStage(b *testing.B) {
+	ids := make([]string, 1<<16)
+	for i := range ids {
+		ids[i] = "event-" + strconv.Itoa(i)
+	}
+	for _, bc := range []struct {
+		name   string
+		window int
+		mod    int
+	}{{"fresh-ids-window-10000", 10000, len(ids)}, {"repeats", 1 << 17, 1000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := DedupStage(bc.window)(func(*Event) Outcome { return OutcomePass })
+			e := NewEvent(&kgo.Record{Topic: "in"}, time.Time{})
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				e.Record.Offset = int64(i)
+				e.Fields.ID = ids[i%bc.mod]
+				h(e)
+				i++
+			}
+		})
 	}
 }
