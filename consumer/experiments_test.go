@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/status"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
 )
@@ -245,6 +246,18 @@ func TestVariantCountsAndSRM(t *testing.T) {
 	}
 	if fair.Mismatch || !fair.Checked || !skewed.Mismatch {
 		t.Fatalf("fair %+v, skewed %+v", fair, skewed)
+	}
+
+	// What throttler status makes of the topic the workers wrote (every
+	// event passed budget a; the lossy stage dropped some after).
+	st := status.Build(view, "stats", time.Now())
+	if len(st.Budgets) != 1 || st.Budgets[0].Passed != n || st.Budgets[0].Sources != inputPartitions || st.Mismatches != 1 {
+		t.Fatalf("status: %+v", st)
+	}
+	for _, x := range st.Experiments {
+		if x.SRM.Mismatch != (x.Layer == "skew") {
+			t.Errorf("status of %s/%s: %+v", x.Layer, x.Experiment, x.SRM)
+		}
 	}
 	w1.stop(t)
 }
