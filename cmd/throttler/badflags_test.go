@@ -118,6 +118,8 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{[]string{"broker", "--addr", "127.0.0.1:0", "--tls-key", "k.pem"}, 2, []string{"flag -tls-cert", "must be set with -tls-key"}},
 		{[]string{"broker", "--addr", "127.0.0.1:0", "--tls-cert", missing, "--tls-key", missing}, 2, []string{"flag -tls-", "cannot read", "no such file"}},
 		{[]string{"broker", "--addr", "127.0.0.1:0", "--seed-topics", "a,,b"}, 2, []string{"-seed-topics", "empty item"}},
+		{[]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", scenario}, 2, []string{"flag -data-dir", "is not a directory"}},
+		{[]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(scenario, "sub")}, 2, []string{"flag -data-dir", "not a directory"}},
 		{[]string{"broker", "--addr", "127.0.0.1:0", "--advertise", ":1"}, 2, []string{"advertised address", "no host"}},
 		// demo: checked before the minute-long run
 		{[]string{"demo", "--duration", "0s"}, 2, []string{"flag -duration", "at least 1s"}},

@@ -55,6 +55,14 @@ given); -tls-cert and -tls-key make the listener accept TLS only.`,
 				}
 				return badFlag("tls-key", "must be set with -tls-cert")
 			}
+			if *dir != "" {
+				if st, err := os.Stat(*dir); err == nil && !st.IsDir() {
+					return badFlag("data-dir", "%s is not a directory", *dir)
+				}
+				if err := os.MkdirAll(*dir, 0o755); err != nil {
+					return badFlag("data-dir", "%v", err)
+				}
+			}
 			for name, path := range map[string]string{"tls-cert": *tlsCert, "tls-key": *tlsKey} {
 				if _, err := os.ReadFile(path); path != "" && err != nil {
 					return badFlag(name, "cannot read: %v", err)
