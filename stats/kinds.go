@@ -47,8 +47,9 @@ import (
 //
 //	BudgetDef 1.0:     At (time published), Target float64, Begin time,
 //	                   End time, Reserve zig-zag varint ns, Period zig-zag
-//	                   varint ns, flags byte (bit 0 rewards, bit 1 scored;
-//	                   other bits must be 0), Parent str, Origin str
+//	                   varint ns, flags byte (bit 0 rewards, bit 1 scored,
+//	                   bit 2 delay; other bits must be 0), Parent str,
+//	                   Origin str
 //	VariantCounts 1.0: At time, count uvarint, then count x (variant str
 //	                   non-empty, strictly increasing; n uvarint)
 //	ExperimentDef 1.0: At time, count uvarint (at least 1), then count x
@@ -82,6 +83,7 @@ const (
 	defMajor, defMinor = 1, 0
 	flagRewards        = 1 << 0
 	flagScored         = 1 << 1
+	flagDelay          = 1 << 2
 )
 
 // BudgetDef is a budget's definition as a worker runs it: what status
@@ -254,6 +256,9 @@ func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
 	if bd.Scored {
 		flags |= flagScored
 	}
+	if bd.Delay {
+		flags |= flagDelay
+	}
 	b = append(b, flags)
 	b = appendStr(b, bd.Parent)
 	b = appendStr(b, d.Origin)
@@ -272,10 +277,10 @@ func decodeBudgetDef(value []byte, d *BudgetDef) error {
 	bd.Period = time.Duration(dec.varint())
 	at := dec.pos
 	flags := dec.byte()
-	if dec.err == nil && flags&^(flagRewards|flagScored) != 0 {
+	if dec.err == nil && flags&^(flagRewards|flagScored|flagDelay) != 0 {
 		dec.fail(at, ErrCorrupt, "unknown flags %#x", flags)
 	}
-	bd.Rewards, bd.Scored = flags&flagRewards != 0, flags&flagScored != 0
+	bd.Rewards, bd.Scored, bd.Delay = flags&flagRewards != 0, flags&flagScored != 0, flags&flagDelay != 0
 	bd.Parent = dec.str("parent")
 	d.Origin = dec.str("origin")
 	if minor <= defMinor {

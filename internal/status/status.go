@@ -33,6 +33,7 @@ type Budget struct {
 	Name   string  `json:"name"`
 	Kind   string  `json:"kind"` // "passes" or "rewards": what Target counts
 	Scored bool    `json:"scored"`
+	Delay  bool    `json:"delay"` // holds events back instead of rejecting them
 	Parent string  `json:"parent,omitempty"`
 	Target float64 `json:"target"`
 	// Window budgets: Begin, End, Reserve; period budgets: PeriodSeconds.
@@ -132,7 +133,7 @@ func Build(src Source, topic string, now time.Time) Status {
 }
 
 func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
-	b := Budget{Name: d.Name, Kind: "passes", Scored: d.Scored, Parent: d.Parent, Target: d.Target}
+	b := Budget{Name: d.Name, Kind: "passes", Scored: d.Scored, Delay: d.Delay, Parent: d.Parent, Target: d.Target}
 	if d.Rewards {
 		b.Kind = "rewards"
 	}

@@ -69,6 +69,13 @@ func TestBuild(t *testing.T) {
 			t.Errorf("experiment %+v", x)
 		}
 	}
+	// A delay budget says so.
+	var dbuf bytes.Buffer
+	dst := Build(fakeSource{defs: []stats.BudgetDef{{Budget: flow.Budget{Name: "d", Target: 10, Period: time.Second, Delay: true}}}}, "s", begin)
+	if err := WriteText(&dbuf, dst); err != nil || !dst.Budgets[0].Delay || !strings.Contains(dbuf.String(), "passes (delay)") {
+		t.Fatalf("delay budget: %+v, %v\n%s", dst.Budgets, err, dbuf.String())
+	}
+
 	// An empty topic prints, and its JSON has empty lists, not nulls.
 	var buf bytes.Buffer
 	st := Build(fakeSource{}, "s", begin)

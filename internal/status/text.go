@@ -31,11 +31,14 @@ func WriteText(w io.Writer, st Status) error {
 			if b.PeriodSeconds > 0 {
 				cur = "period " + cur
 			}
-			name := b.Name
+			name, kind := b.Name, b.Kind
+			if b.Delay {
+				kind += " (delay)"
+			}
 			if b.Parent != "" {
 				name += " (in " + b.Parent + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%g\t%s\t%.1f\t%+.2f%%\t%s\t%s\t%d\t%s\n", name, b.Kind, b.Target,
+			fmt.Fprintf(tw, "%s\t%s\t%g\t%s\t%.1f\t%+.2f%%\t%s\t%s\t%d\t%s\n", name, kind, b.Target,
 				num(b.Achieved), b.Ideal, 100*b.Deviation, pr, (time.Duration(b.TimeLeftSeconds) * time.Second).String(), b.Sources, cur)
 		}
 	}
