@@ -83,7 +83,7 @@ func (s SASL) MechanismName() string { return strings.ToUpper(s.Mechanism) }
 func (s SASL) ResolvePassword() (string, *FieldProblem) {
 	switch {
 	case s.PasswordFile != "":
-		b, err := os.ReadFile(s.PasswordFile)
+		b, err := readRegular(s.PasswordFile)
 		if err != nil {
 			return "", &FieldProblem{"password_file", fmt.Sprintf("cannot read the password: %v", err)}
 		}
@@ -120,7 +120,7 @@ func (s Security) Check() []FieldProblem {
 		if path == "" {
 			return
 		}
-		if _, err := os.ReadFile(path); err != nil {
+		if _, err := readRegular(path); err != nil {
 			add(field, fmt.Sprintf("cannot read: %v", err))
 		}
 	}
@@ -173,4 +173,22 @@ func (s Security) Check() []FieldProblem {
 		}
 	}
 	return ps
+}
+
+// maxSecurityFile bounds the certificate, key and password files read.
+const maxSecurityFile = 1 << 20
+
+// readRegular reads a regular file of at most maxSecurityFile bytes: not
+// a directory, device or pipe, which could block or never end.
+func readRegular(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	case st.Size() > maxSecurityFile:
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSecurityFile)
+	}
+	return os.ReadFile(path)
 }

@@ -27,6 +27,8 @@ func TestSecurityProblems(t *testing.T) {
 		{"password file missing", "sasl: {mechanism: PLAIN, username: u, password_file: " + missing + "}", []want{{"security.sasl.password_file", "cannot read"}}},
 		{"user without mechanism", "sasl: {username: u}", []want{{"security.sasl.username", "sasl.mechanism is empty"}}},
 		{"ca file missing", "tls: {ca_file: " + missing + "}", []want{{"security.tls.ca_file", "cannot read"}}},
+		{"ca file a directory", "tls: {ca_file: " + dir + "}", []want{{"security.tls.ca_file", "not a regular file"}}},
+		{"password file a device", "sasl: {mechanism: PLAIN, username: u, password_file: /dev/zero}", []want{{"security.sasl.password_file", "not a regular file"}}},
 		{"cert without key", "tls: {cert_file: " + ca + "}", []want{{"security.tls.key_file", "must be set with tls.cert_file"}}},
 		{"key without cert", "tls: {key_file: " + ca + "}", []want{{"security.tls.cert_file", "must be set with tls.key_file"}}},
 		{"good", "tls: {ca_file: " + ca + "}\n  sasl: {mechanism: scram-sha-512, username: u, password: p}", nil},
