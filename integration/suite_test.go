@@ -245,7 +245,7 @@ http: {listen: "127.0.0.1:0"}
 			}
 		}
 	}
-	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"])
+	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"], counts["passed"]+counts["rejected"])
 }
 
 func kindName(k *badKind) string {
@@ -321,8 +321,9 @@ func readCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...
 }
 
 // checkPassesCounted checks that the committed checkpoints of the input's
-// partitions count exactly the passes the output holds.
-func checkPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs int) {
+// partitions count exactly the passes the output holds, and as offered
+// exactly the events decided (passed or rejected; no dead letter).
+func checkPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs, decided int) {
 	t.Helper()
 	sources := map[string]int32{}
 	for p := range int32(3) {
@@ -332,13 +333,17 @@ func checkPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *
 	if err != nil {
 		t.Fatal(err)
 	}
-	var passed uint64
+	var passed, offered uint64
 	for _, cp := range cps {
 		for _, r := range cp.Reports {
 			passed += r.Total.Passed
+			offered += r.Total.Offered
 		}
 	}
 	if passed != uint64(outputs) {
 		t.Errorf("checkpoints count %d passes, the output holds %d", passed, outputs)
+	}
+	if offered != uint64(decided) {
+		t.Errorf("checkpoints count %d offered, the output and rejected topics hold %d", offered, decided)
 	}
 }
