@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"time"
@@ -31,38 +32,70 @@ import (
 // the partition's goroutine (or by the poll loop while the partition is
 // idle).
 type variantState struct {
-	counts map[routeKey]uint64
-	snap   []stats.VariantCounts // counts as of the last fold, grouped by experiment; shared, never modified
+	counts map[routeKey]stats.VariantCount // Variant unset
+	snap   []stats.VariantCounts           // counts as of the last fold, grouped by experiment; shared, never modified
+
+	seen       seenKeys
+	keysRouted map[routeKey]uint64 // keys counted since the last fold
 }
 
 // restore sets the counts to those of a checkpoint.
 func (s *variantState) restore(cp []stats.VariantCounts) {
-	s.counts = make(map[routeKey]uint64)
+	s.counts = make(map[routeKey]stats.VariantCount)
 	for _, vc := range cp {
 		for _, c := range vc.Counts {
-			s.counts[routeKey{vc.Layer, vc.Experiment, c.Variant}] = c.Count
+			s.counts[routeKey{vc.Layer, vc.Experiment, c.Variant}] = stats.VariantCount{Count: c.Count, Keys: c.Keys}
 		}
 	}
 	s.snap = cp
+	s.seen.reset()
+	clear(s.keysRouted)
+}
+
+// count counts an event routed to its assignments (passed by its budget),
+// and its key if this is the key's first event here. routed are the
+// partition's event counts since the last flush.
+func (s *variantState) count(e *Event, routed map[routeKey]uint64) {
+	if len(e.Assignments) == 0 {
+		return
+	}
+	fresh := s.seen.add(e.Fields.Key)
+	if fresh && s.keysRouted == nil {
+		s.keysRouted = make(map[routeKey]uint64)
+	}
+	for _, a := range e.Assignments {
+		k := routeKey{a.Layer, a.Experiment, a.Variant}
+		routed[k]++
+		if fresh {
+			s.keysRouted[k]++
+		}
+	}
 }
 
 // fold adds routed counts and rebuilds the snapshot; it reports whether
 // anything changed.
 func (s *variantState) fold(routed map[routeKey]uint64) bool {
+	// routed holds every variant keysRouted does: a counted key is a
+	// counted event.
 	if len(routed) == 0 {
 		return false
 	}
 	if s.counts == nil {
-		s.counts = make(map[routeKey]uint64)
+		s.counts = make(map[routeKey]stats.VariantCount)
 	}
 	for k, n := range routed {
-		s.counts[k] += n
+		c := s.counts[k]
+		c.Count += n
+		c.Keys += s.keysRouted[k]
+		s.counts[k] = c
 	}
+	clear(s.keysRouted)
 	type exp struct{ layer, experiment string }
 	by := map[exp][]stats.VariantCount{}
-	for k, n := range s.counts {
+	for k, c := range s.counts {
 		e := exp{k.layer, k.experiment}
-		by[e] = append(by[e], stats.VariantCount{Variant: k.variant, Count: n})
+		c.Variant = k.variant
+		by[e] = append(by[e], c)
 	}
 	snap := make([]stats.VariantCounts, 0, len(by))
 	for e, cs := range by {
@@ -107,9 +140,50 @@ func (p *partition) countPassedRejected(e *Event, bi int) {
 	if bi >= 0 {
 		p.counts.passed[bi]++
 	}
-	for _, a := range e.Assignments {
-		p.counts.routed[routeKey{a.Layer, a.Experiment, a.Variant}]++
+	p.variants.count(e, p.counts.routed)
+}
+
+// seenKeys records the keys a partition routed since it was opened: one bit
+// per key hash in a table of seenBits bits (1 MiB, allocated at the first
+// routed event). A key is counted at its first event. A key whose bit an
+// earlier key already set is not counted; as that does not depend on the
+// key's variant, the key counts stay a fair sample for the SRM test. The
+// table is cleared when half full (keys are then counted again, whatever
+// their variant) and when the partition is (re)opened, since a rollback
+// replays events.
+type seenKeys struct {
+	bits []uint64
+	set  int
+}
+
+const seenBits = 1 << 23
+
+// seenSeed hashes keys for seenKeys: tables live in memory only, so a
+// seed per process is enough.
+var seenSeed = maphash.MakeSeed()
+
+// add marks key seen and reports whether it was not.
+func (s *seenKeys) add(key string) bool {
+	if s.bits == nil {
+		s.bits = make([]uint64, seenBits/64)
 	}
+	h := maphash.String(seenSeed, key) & (seenBits - 1)
+	w, m := h>>6, uint64(1)<<(h&63)
+	if s.bits[w]&m != 0 {
+		return false
+	}
+	if s.set >= seenBits/2 {
+		clear(s.bits)
+		s.set = 0
+	}
+	s.bits[w] |= m
+	s.set++
+	return true
+}
+
+func (s *seenKeys) reset() {
+	clear(s.bits)
+	s.set = 0
 }
 
 // pendingVariants is what one sync took from the partitions to publish.

@@ -192,9 +192,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 			p.counts.offered[bi]++
 			p.counts.passed[bi]++
 		}
-		for _, a := range e.Assignments {
-			p.counts.routed[routeKey{a.Layer, a.Experiment, a.Variant}]++
-		}
+		p.variants.count(e, p.counts.routed)
 		w.produceOutput(outputRecord(e, o, e.Topic, w.scored))
 	case OutcomeReject:
 		if bi >= 0 && e.RejectReason != ReasonCap { // a capped event never reached its budget

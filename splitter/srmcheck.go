@@ -5,8 +5,8 @@ const (
 	// SRMAlpha is the p-value below which a split is flagged as a sample
 	// ratio mismatch.
 	SRMAlpha = 0.001
-	// SRMMinEvents is the fewest events an experiment must have before it
-	// is checked. Pearson's chi-square p-value is accurate once every
+	// SRMMinEvents is the fewest units (events, or the keys the worker
+	// counts) an experiment must have before it is checked. Pearson's chi-square p-value is accurate once every
 	// variant expects at least 5 events (CheckSRM also requires that); at
 	// 1000 events a 50/50 split is flagged when a variant is off by more
 	// than about 5 points (3.29 standard deviations of 1.6 points), so the

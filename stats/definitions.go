@@ -80,16 +80,20 @@ func (v *View) ExperimentDefs() []ExperimentDef {
 }
 
 // VariantTotals returns the cluster-wide counts of one experiment's
-// variants: the newest cumulative counts of every source, summed. sources is
-// the number of sources that reported.
-func (v *View) VariantTotals(layer, experiment string) (totals map[string]uint64, sources int) {
-	totals = map[string]uint64{}
+// variants, by variant: the newest cumulative counts (events and keys) of
+// every source, summed. sources is the number of sources that reported.
+func (v *View) VariantTotals(layer, experiment string) (totals map[string]VariantCount, sources int) {
+	totals = map[string]VariantCount{}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	bySrc := v.defs.variants[expID{layer, experiment}]
 	for _, vc := range bySrc {
 		for _, c := range vc.Counts {
-			totals[c.Variant] += c.Count
+			t := totals[c.Variant]
+			t.Variant = c.Variant
+			t.Count += c.Count
+			t.Keys += c.Keys
+			totals[c.Variant] = t
 		}
 	}
 	return totals, len(bySrc)

@@ -51,7 +51,8 @@ import (
 //	                   bit 2 delay; other bits must be 0), Parent str,
 //	                   Origin str
 //	VariantCounts 1.0: At time, count uvarint, then count x (variant str
-//	                   non-empty, strictly increasing; n uvarint)
+//	                   non-empty, strictly increasing; events uvarint;
+//	                   keys uvarint)
 //	ExperimentDef 1.0: At time, count uvarint (at least 1), then count x
 //	                   (variant str non-empty, strictly increasing;
 //	                   weight float64 positive and finite; topic str;
@@ -102,7 +103,12 @@ type BudgetDef struct {
 // VariantCount is the count of one variant.
 type VariantCount struct {
 	Variant string
-	Count   uint64
+	// Count is the number of events.
+	Count uint64
+	// Keys is the number of keys counted at their first event since the
+	// source's owner opened it (see the consumer): a count of units, not of
+	// events, for a sample-ratio test that heavy keys do not upset.
+	Keys uint64
 }
 
 // VariantCounts are the cumulative counts of the events one source (input
@@ -316,6 +322,7 @@ func appendCounts(b []byte, exp, source string, counts []VariantCount) ([]byte, 
 	for _, c := range cs {
 		b = appendStr(b, c.Variant)
 		b = binary.AppendUvarint(b, c.Count)
+		b = binary.AppendUvarint(b, c.Keys)
 	}
 	return b, nil
 }
@@ -335,7 +342,7 @@ func decodeVariantCounts(value []byte, v *VariantCounts) error {
 func (d *decoder) counts() []VariantCount {
 	at := d.pos
 	n := d.uvarint()
-	if d.err == nil && n > uint64(d.rest()/3) { // an entry takes at least 3 bytes
+	if d.err == nil && n > uint64(d.rest()/4) { // an entry takes at least 4 bytes
 		d.fail(at, ErrCorrupt, "%d variant counts cannot fit in %d bytes", n, d.rest())
 	}
 	if d.err != nil || n == 0 {
@@ -344,7 +351,7 @@ func (d *decoder) counts() []VariantCount {
 	out := make([]VariantCount, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		at := d.pos
-		c := VariantCount{Variant: d.nameVar("variant"), Count: d.uvarint()}
+		c := VariantCount{Variant: d.nameVar("variant"), Count: d.uvarint(), Keys: d.uvarint()}
 		if d.err == nil && len(out) > 0 && c.Variant <= out[len(out)-1].Variant {
 			d.fail(at, ErrCorrupt, "variant %q out of order or repeated", c.Variant)
 		}

@@ -18,7 +18,7 @@ func sampleDefs() (BudgetDef, VariantCounts, ExperimentDef) {
 		At:     t0, Origin: "worker-1",
 	}
 	vc := VariantCounts{Layer: "ui", Experiment: "checkout", Source: "events/3", At: t0,
-		Counts: []VariantCount{{"treatment", 51}, {"control", 49}}}
+		Counts: []VariantCount{{"treatment", 51, 20}, {"control", 49, 21}}}
 	ed := ExperimentDef{Layer: "ui", Experiment: "checkout", At: t0, Variants: []VariantDef{
 		{Name: "treatment", Weight: 0.5, Topic: "exp-t", Limit: "variant:ui/checkout/treatment", Fallback: "output"},
 		{Name: "control", Weight: 0.5, Topic: "exp-c"},
@@ -54,7 +54,7 @@ func TestKindsRoundTrip(t *testing.T) {
 	if err != nil || got.Kind != KindVariants {
 		t.Fatalf("variants: %+v, %v", got, err)
 	}
-	wantCounts := []VariantCount{{"control", 49}, {"treatment", 51}} // sorted
+	wantCounts := []VariantCount{{"control", 49, 21}, {"treatment", 51, 20}} // sorted
 	if g := got.Variants; g.Layer != "ui" || g.Experiment != "checkout" || g.Source != "events/3" || !g.At.Equal(t0) || !reflect.DeepEqual(g.Counts, wantCounts) {
 		t.Fatalf("variant counts = %+v", g)
 	}
@@ -109,8 +109,8 @@ func TestKindLayouts(t *testing.T) {
 		t.Fatalf("experiment key = %q", k)
 	}
 	_, v, _ := EncodeVariantCounts(VariantCounts{Layer: "l", Experiment: "e", Source: "s", At: time.Unix(1, 2),
-		Counts: []VariantCount{{"b", 300}, {"a", 1}}})
-	want := []byte{1, 0, 2, 2, 2, 1, 'a', 1, 1, 'b', 0xac, 0x02}
+		Counts: []VariantCount{{"b", 300, 7}, {"a", 1, 1}}})
+	want := []byte{1, 0, 2, 2, 2, 1, 'a', 1, 1, 1, 'b', 0xac, 0x02, 7}
 	if !bytes.Equal(v, want) {
 		t.Fatalf("variant counts value = %x, want %x", v, want)
 	}
@@ -132,7 +132,7 @@ func TestOldReadersRejectNewKinds(t *testing.T) {
 
 func TestKindsRejectBadInput(t *testing.T) {
 	_, vc, ed := sampleDefs()
-	vc.Counts = append(vc.Counts, VariantCount{"control", 1})
+	vc.Counts = append(vc.Counts, VariantCount{"control", 1, 1})
 	if _, _, err := EncodeVariantCounts(vc); !errors.Is(err, ErrInvalidReport) {
 		t.Fatalf("variant twice: err = %v", err)
 	}
@@ -206,8 +206,8 @@ func TestCheckpointVariants(t *testing.T) {
 		t.Fatalf("a checkpoint without variants is written as 1.%d, want 1.0", plain[1])
 	}
 	c.Variants = []VariantCounts{
-		{Layer: "ui", Experiment: "z", Counts: []VariantCount{{"b", 2}, {"a", 1}}},
-		{Layer: "ui", Experiment: "a", Counts: []VariantCount{{"x", 1 << 40}}},
+		{Layer: "ui", Experiment: "z", Counts: []VariantCount{{"b", 2, 2}, {"a", 1, 1}}},
+		{Layer: "ui", Experiment: "a", Counts: []VariantCount{{"x", 1 << 40, 1 << 33}}},
 	}
 	v, err := EncodeCheckpoint(c)
 	if err != nil {
@@ -221,8 +221,8 @@ func TestCheckpointVariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []VariantCounts{
-		{Layer: "ui", Experiment: "a", Source: "events/3", Counts: []VariantCount{{"x", 1 << 40}}},
-		{Layer: "ui", Experiment: "z", Source: "events/3", Counts: []VariantCount{{"a", 1}, {"b", 2}}},
+		{Layer: "ui", Experiment: "a", Source: "events/3", Counts: []VariantCount{{"x", 1 << 40, 1 << 33}}},
+		{Layer: "ui", Experiment: "z", Source: "events/3", Counts: []VariantCount{{"a", 1, 1}, {"b", 2, 2}}},
 	}
 	if !reflect.DeepEqual(got.Variants, want) || got.Offset != 77 || len(got.Reports) != 2 {
 		t.Fatalf("decoded %+v", got)
@@ -256,7 +256,7 @@ func TestViewKinds(t *testing.T) {
 	bd, vc, ed := sampleDefs()
 	vc2 := vc
 	vc2.Source = "events/4"
-	vc2.Counts = []VariantCount{{"control", 1000}}
+	vc2.Counts = []VariantCount{{"control", 1000, 10}}
 	rec := func(r *kgo.Record, err error) *kgo.Record {
 		t.Helper()
 		if err != nil {
@@ -287,7 +287,7 @@ func TestViewKinds(t *testing.T) {
 		t.Fatalf("experiment defs = %+v", es)
 	}
 	totals, n := v.VariantTotals("ui", "checkout")
-	if n != 2 || totals["control"] != 1049 || totals["treatment"] != 51 {
+	if n != 2 || totals["control"] != (VariantCount{"control", 1049, 31}) || totals["treatment"].Count != 51 {
 		t.Fatalf("totals = %v over %d sources", totals, n)
 	}
 	if ss := v.VariantSources("ui", "checkout"); len(ss) != 2 || ss[0].Source != "events/3" {
@@ -299,7 +299,7 @@ func TestViewKinds(t *testing.T) {
 	produceSync(t, cl, pub.TombstoneKey(k), pub.TombstoneKey(bk))
 	waitFor(t, "tombstones applied", func() bool {
 		totals, n := v.VariantTotals("ui", "checkout")
-		return n == 1 && totals["control"] == 49 && len(v.BudgetDefs()) == 0
+		return n == 1 && totals["control"].Count == 49 && len(v.BudgetDefs()) == 0
 	})
 }
 

@@ -58,12 +58,15 @@ func statusCluster(t *testing.T, ctx context.Context) string {
 			flow.Report{Budget: "hourly", Source: src, At: now, Period: idx, InPeriod: flow.Counters{Offered: 100, Passed: uint64(10 * (i + 1))}},
 			flow.Report{Budget: "hourly", Source: src + "old", At: now, Period: idx - 1, InPeriod: flow.Counters{Offered: 100, Passed: 99}}, // an earlier period: not counted
 		)
-		// fair: 50/50 split counted 24,950 / 25,050 in all; skewed: a
-		// 50/50 split counted 26,000 / 24,000.
+		// fair: a 50/50 split counted 24,950 / 25,050 keys in all, its
+		// events skewed by heavy keys; skewed: a 50/50 split counted
+		// 26,000 / 24,000 keys, one event each.
+		red, blue := []uint64{8000, 8000, 8950}[i], []uint64{8000, 9000, 8050}[i]
 		add(pub.VariantsRecord(stats.VariantCounts{Layer: "ui", Experiment: "color", Source: src, At: now,
-			Counts: []stats.VariantCount{{Variant: "red", Count: []uint64{8000, 8000, 8950}[i]}, {Variant: "blue", Count: []uint64{8000, 9000, 8050}[i]}}}))
+			Counts: []stats.VariantCount{{Variant: "red", Count: 3 * red, Keys: red}, {Variant: "blue", Count: 2 * blue, Keys: blue}}}))
+		a := []uint64{9000, 9000, 8000}[i]
 		add(pub.VariantsRecord(stats.VariantCounts{Layer: "skew", Experiment: "arm", Source: src, At: now,
-			Counts: []stats.VariantCount{{Variant: "a", Count: []uint64{9000, 9000, 8000}[i]}, {Variant: "b", Count: 8000}}}))
+			Counts: []stats.VariantCount{{Variant: "a", Count: a, Keys: a}, {Variant: "b", Count: 8000, Keys: 8000}}}))
 	}
 	rs, err := pub.Records(reports)
 	if err != nil {
@@ -107,8 +110,8 @@ func TestStatusCommand(t *testing.T) {
 	}
 	skew, ui := st.Experiments[0], st.Experiments[1]
 	fair := splitter.CheckSRM([]uint64{24950, 25050}, []float64{1, 1})
-	if ui.Layer != "ui" || ui.Events != 50000 || ui.SRM.Mismatch || !ui.SRM.Checked || math.Abs(ui.SRM.P-fair.P) > 1e-12 ||
-		ui.Variants[1].Name != "red" || ui.Variants[1].Count != 24950 || ui.Variants[1].Limit == "" || ui.Sources != 3 {
+	if ui.Layer != "ui" || ui.Keys != 50000 || ui.Events != 3*24950+2*25050 || ui.SRM.Mismatch || !ui.SRM.Checked || math.Abs(ui.SRM.P-fair.P) > 1e-12 ||
+		!ui.SRMEvents.Mismatch || ui.Variants[1].Name != "red" || ui.Variants[1].Keys != 24950 || ui.Variants[1].Limit == "" || ui.Sources != 3 {
 		t.Errorf("ui/color: %+v", ui)
 	}
 	if skew.Layer != "skew" || !skew.SRM.Mismatch || skew.SRM.P > 1e-10 || *skew.Variants[0].Share != 0.52 {

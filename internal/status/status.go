@@ -72,9 +72,14 @@ type Experiment struct {
 	Layer      string    `json:"layer"`
 	Experiment string    `json:"experiment"`
 	Events     uint64    `json:"events"`
+	Keys       uint64    `json:"keys"`
 	Sources    int       `json:"sources"` // sources that reported counts
 	Variants   []Variant `json:"variants"`
-	SRM        SRM       `json:"srm"`
+	// SRM tests the key counts (what the workers' check tests); SRMEvents
+	// the event counts, which heavy keys make vary more than the test
+	// allows (shown for information).
+	SRM       SRM `json:"srm"`
+	SRMEvents SRM `json:"srm_events"`
 }
 
 // Variant is one variant's count against its weight.
@@ -82,11 +87,15 @@ type Variant struct {
 	Name   string  `json:"name"`
 	Topic  string  `json:"topic"`
 	Weight float64 `json:"weight"` // its share of the split, 0..1
-	Count  uint64  `json:"count"`
-	// Share is Count over the experiment's Events; null with no events.
-	Share    *float64 `json:"share"`
-	Limit    string   `json:"limit,omitempty"`    // the budget of the variant's limit
-	Fallback string   `json:"fallback,omitempty"` // where events over the limit go
+	Count  uint64  `json:"count"`  // events
+	Keys   uint64  `json:"keys"`   // keys, each counted at its first event on its partition's owner
+	// Share is Keys over the experiment's Keys; null with no keys.
+	Share *float64 `json:"share"`
+	// EventShare is Count over the experiment's Events; null with no
+	// events.
+	EventShare *float64 `json:"event_share"`
+	Limit      string   `json:"limit,omitempty"`    // the budget of the variant's limit
+	Fallback   string   `json:"fallback,omitempty"` // where events over the limit go
 }
 
 // SRM is the sample-ratio-mismatch test (splitter.CheckSRM).
@@ -103,7 +112,7 @@ type Source interface {
 	BudgetDefs() []stats.BudgetDef
 	View(budget string, dst []flow.Report) []flow.Report
 	ExperimentDefs() []stats.ExperimentDef
-	VariantTotals(layer, experiment string) (map[string]uint64, int)
+	VariantTotals(layer, experiment string) (map[string]stats.VariantCount, int)
 }
 
 // Build computes the status at now from src.
@@ -199,27 +208,41 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 func experiment(src Source, e stats.ExperimentDef) Experiment {
 	totals, sources := src.VariantTotals(e.Layer, e.Experiment)
 	x := Experiment{Layer: e.Layer, Experiment: e.Experiment, Sources: sources}
-	obs := make([]uint64, len(e.Variants))
+	keys := make([]uint64, len(e.Variants))
+	events := make([]uint64, len(e.Variants))
 	weights := make([]float64, len(e.Variants))
 	var wsum float64
 	for i, v := range e.Variants {
-		obs[i] = totals[v.Name]
+		keys[i], events[i] = totals[v.Name].Keys, totals[v.Name].Count
 		weights[i] = v.Weight
 		wsum += v.Weight
-		x.Events += obs[i]
+		x.Events += events[i]
+		x.Keys += keys[i]
 	}
 	for i, v := range e.Variants {
-		xv := Variant{Name: v.Name, Topic: v.Topic, Weight: v.Weight / wsum, Count: obs[i], Limit: v.Limit, Fallback: v.Fallback}
-		if x.Events > 0 {
-			s := float64(obs[i]) / float64(x.Events)
-			xv.Share = &s
-		}
+		xv := Variant{Name: v.Name, Topic: v.Topic, Weight: v.Weight / wsum, Count: events[i], Keys: keys[i], Limit: v.Limit, Fallback: v.Fallback}
+		xv.Share = ratio(keys[i], x.Keys)
+		xv.EventShare = ratio(events[i], x.Events)
 		x.Variants = append(x.Variants, xv)
 	}
-	r := splitter.CheckSRM(obs, weights)
-	x.SRM = SRM{Checked: r.Checked, Chi2: r.Chi2, P: r.P, Mismatch: r.Mismatch}
-	if math.IsNaN(x.SRM.P) {
-		x.SRM.P = 1
-	}
+	x.SRM = srm(keys, weights)
+	x.SRMEvents = srm(events, weights)
 	return x
+}
+
+func ratio(a, b uint64) *float64 {
+	if b == 0 {
+		return nil
+	}
+	r := float64(a) / float64(b)
+	return &r
+}
+
+func srm(obs []uint64, weights []float64) SRM {
+	r := splitter.CheckSRM(obs, weights)
+	s := SRM{Checked: r.Checked, Chi2: r.Chi2, P: r.P, Mismatch: r.Mismatch}
+	if math.IsNaN(s.P) {
+		s.P = 1
+	}
+	return s
 }

@@ -15,7 +15,7 @@ type fakeSource struct {
 	defs    []stats.BudgetDef
 	reports map[string][]flow.Report
 	exps    []stats.ExperimentDef
-	totals  map[string]map[string]uint64
+	totals  map[string]map[string]stats.VariantCount
 }
 
 func (f fakeSource) BudgetDefs() []stats.BudgetDef { return f.defs }
@@ -23,7 +23,7 @@ func (f fakeSource) View(b string, dst []flow.Report) []flow.Report {
 	return append(dst, f.reports[b]...)
 }
 func (f fakeSource) ExperimentDefs() []stats.ExperimentDef { return f.exps }
-func (f fakeSource) VariantTotals(l, e string) (map[string]uint64, int) {
+func (f fakeSource) VariantTotals(l, e string) (map[string]stats.VariantCount, int) {
 	return f.totals[l+"/"+e], len(f.totals[l+"/"+e])
 }
 
@@ -44,7 +44,7 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		exps:   []stats.ExperimentDef{{Layer: "l", Experiment: "x", Variants: []stats.VariantDef{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}}},
-		totals: map[string]map[string]uint64{"l/x": {"a": 100, "b": 500}},
+		totals: map[string]map[string]stats.VariantCount{"l/x": {"a": {Count: 100, Keys: 90}, "b": {Count: 500, Keys: 300}}},
 	}
 	for _, step := range []struct {
 		at                   time.Duration
@@ -65,7 +65,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("at %v: clicks ideal %v achieved %v, want %v %v", step.at, c.Ideal, c.Achieved, step.clickIdeal, step.clickGot)
 		}
 		x := st.Experiments[0]
-		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 {
+		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 || x.Keys != 390 || *x.Variants[0].Share != 90.0/390 {
 			t.Errorf("experiment %+v", x)
 		}
 	}

@@ -46,20 +46,17 @@ func WriteText(w io.Writer, st Status) error {
 	if len(st.Experiments) == 0 {
 		fmt.Fprintln(tw, "no experiment definitions on the stats topic")
 	} else {
-		fmt.Fprintln(tw, "EXPERIMENT\tVARIANT\tWEIGHT\tCOUNT\tSHARE\tLIMIT\tSRM")
+		fmt.Fprintln(tw, "EXPERIMENT\tVARIANT\tWEIGHT\tKEYS\tSHARE\tEVENTS\tEVENT SHARE\tLIMIT\tSRM (keys)")
 		for _, x := range st.Experiments {
 			srm := fmt.Sprintf("p=%.3g chi2=%.2f", x.SRM.P, x.SRM.Chi2)
 			switch {
 			case !x.SRM.Checked:
-				srm = fmt.Sprintf("not checked: %d events, needs %d", x.Events, splitter.SRMMinEvents)
+				srm = fmt.Sprintf("not checked: %d keys, needs %d", x.Keys, splitter.SRMMinEvents)
 			case x.SRM.Mismatch:
 				srm += "  " + MismatchMark + fmt.Sprintf(" (p < %g: the counts do not follow the weights)", splitter.SRMAlpha)
 			}
 			for i, v := range x.Variants {
-				share := "-"
-				if v.Share != nil {
-					share = fmt.Sprintf("%.2f%%", 100**v.Share)
-				}
+				share, eshare := pct(v.Share), pct(v.EventShare)
 				lim := "-"
 				if v.Limit != "" {
 					lim = "over limit -> " + v.Fallback
@@ -68,7 +65,7 @@ func WriteText(w io.Writer, st Status) error {
 				if i == 0 {
 					name, s = x.Layer+"/"+x.Experiment, srm
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%s\t%s\n", name, v.Name, 100*v.Weight, v.Count, share, lim, s)
+				fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%d\t%s\t%s\t%s\n", name, v.Name, 100*v.Weight, v.Keys, share, v.Count, eshare, lim, s)
 			}
 		}
 	}
@@ -79,4 +76,11 @@ func WriteText(w io.Writer, st Status) error {
 func num(x float64) string {
 	s := fmt.Sprintf("%.2f", x)
 	return strings.TrimSuffix(s, ".00")
+}
+
+func pct(x *float64) string {
+	if x == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100**x)
 }
