@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -139,6 +140,15 @@ log: {format: json, level: info}
 	}
 	if dups > 0 {
 		t.Errorf("%d events written twice (exactly-once broken)", dups)
+		for _, w := range workers {
+			w.err.mu.Lock()
+			for _, l := range w.err.all {
+				if strings.Contains(l, "abort") || strings.Contains(l, "revoked") || strings.Contains(l, "assigned") || strings.Contains(l, "lost") {
+					t.Logf("%s: %s", w.name, l)
+				}
+			}
+			w.err.mu.Unlock()
+		}
 	}
 	if len(where) != events {
 		t.Errorf("%d of %d events are in the output topics", len(where), events)
