@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,7 +58,10 @@ func (t txnSession) allowRebalance() { t.s.AllowRebalance() }
 func (t txnSession) close()          { t.s.Close() }
 
 // plainSession is at-least-once: produce, flush, commit offsets.
-type plainSession struct{ cl *kgo.Client }
+type plainSession struct {
+	cl  *kgo.Client
+	log zerolog.Logger
+}
 
 // errCannotAbort is returned when an at-least-once worker would have to
 // take back records it has produced.
@@ -79,9 +84,26 @@ func (p plainSession) end(ctx context.Context, commit bool, held map[string]map[
 		doCommit = func(ctx context.Context) error { return commitHeld(ctx, p.cl, held) }
 	}
 	if err := doCommit(ctx); err != nil {
+		if groupMovedOn(err) {
+			// The outputs are written. Partitions still ours keep
+			// their offsets uncommitted for the next commit; lost
+			// ones are read again by their new owner, duplicates
+			// that at-least-once allows. Neither is fatal, and the
+			// partitions' state must not be rolled back.
+			p.log.Warn().Err(err).Msg("offset commit refused by the group (rebalance or expired session); outputs kept, offsets committed later or by the next owner")
+			return true, nil
+		}
 		return false, fmt.Errorf("commit offsets: %w", err)
 	}
 	return true, nil
+}
+
+// groupMovedOn reports whether an offset commit failed because this member
+// is no longer part of the group's current generation.
+func groupMovedOn(err error) bool {
+	return errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) ||
+		errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID) ||
+		errors.Is(err, kerr.StaleMemberEpoch)
 }
 func (p plainSession) allowRebalance() { p.cl.AllowRebalance() }
 func (p plainSession) close()          { p.cl.Close() }

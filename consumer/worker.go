@@ -416,7 +416,7 @@ func (w *Worker) newSession() (session, error) {
 		if err != nil {
 			return nil, &ConfigError{Option: "ClientOpts", Reason: err.Error()}
 		}
-		return plainSession{cl}, nil
+		return plainSession{cl: cl, log: w.log}, nil
 	}
 	s, err := kgo.NewGroupTransactSession(append(opts, kgo.TransactionalID(w.cfg.txnID))...)
 	if err != nil {
