@@ -158,10 +158,8 @@ func (w *Worker) commit() error {
 	} else {
 		w.m.commits.WithLabelValues("aborted").Inc()
 		w.log.Info().Int("partitions", len(touched)).Msg("transaction aborted; rolling back")
-		for _, p := range touched {
-			if err := p.rollback(now); err != nil {
-				return err
-			}
+		if err := w.rollback(touched, now); err != nil {
+			return err
 		}
 	}
 	w.applyHolds(touched, held, committed)
@@ -178,4 +176,22 @@ func (w *Worker) commit() error {
 type checkpointState struct {
 	p  *partition
 	cp checkpointValue
+}
+
+// rollback returns the touched partitions that are still assigned to their
+// committed checkpoints. It holds w.mu so that a revoke running meanwhile
+// (see txnSession.end) either sees a partition rolled back or stops it
+// first; a stopped partition is not reopened.
+func (w *Worker) rollback(touched []*partition, now time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range touched {
+		if w.parts[topicPartition{p.topic, p.id}] != p {
+			continue // revoked or lost during the commit
+		}
+		if err := p.rollback(now); err != nil {
+			return err
+		}
+	}
+	return nil
 }

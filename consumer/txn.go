@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,7 +32,21 @@ type session interface {
 }
 
 // txnSession is exactly-once: a kgo.GroupTransactSession.
-type txnSession struct{ s *kgo.GroupTransactSession }
+type txnSession struct {
+	s *kgo.GroupTransactSession
+	// unblockAfter is how long end lets End wait for its heartbeat
+	// before it allows a pending rebalance (see end).
+	unblockAfter time.Duration
+}
+
+// unblockAfter returns how long a txnSession's end waits before it
+// allows a pending rebalance: two heartbeat intervals of cl.
+func unblockAfter(cl *kgo.Client) time.Duration {
+	if hb, ok := cl.OptValue(kgo.HeartbeatInterval).(time.Duration); ok && hb > 0 {
+		return 2 * hb
+	}
+	return 6 * time.Second
+}
 
 func (t txnSession) client() *kgo.Client { return t.s.Client() }
 func (t txnSession) poll(ctx context.Context, max int) kgo.Fetches {
@@ -48,7 +63,19 @@ func (t txnSession) end(ctx context.Context, commit bool, held map[string]map[in
 	// End flushes before ending the transaction (or aborts buffered
 	// records), commits the polled offsets in the transaction, and on an
 	// abort rewinds the consumer to the committed offsets.
+	//
+	// Before it ends the transaction, End forces a heartbeat and waits
+	// for its answer, a revoke or the loss of the partitions. When the
+	// heartbeat loop has just stopped on an error (the broker went away
+	// and came back, say), nothing answers, and the loss waits for
+	// AllowRebalance (BlockRebalanceOnPoll): End would hang until ctx
+	// ends and then fail to end the transaction at all. So if End takes
+	// long, the pending rebalance is allowed: the partitions' loss then
+	// reaches End, which aborts. The records are processed by then, and
+	// commit rolls back only the partitions still owned.
+	unblock := time.AfterFunc(t.unblockAfter, t.s.AllowRebalance)
 	committed, err := t.s.End(ctx, kgo.TransactionEndTry(commit))
+	unblock.Stop()
 	if err != nil {
 		return false, fmt.Errorf("end transaction: %w", err)
 	}

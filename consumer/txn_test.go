@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // An at-least-once worker whose member was removed from the group (its
@@ -70,4 +73,46 @@ func TestGroupMovedOn(t *testing.T) {
 			t.Errorf("groupMovedOn(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
+}
+
+// The group's heartbeat fails while a commit is flushing (the broker went
+// away and came back): kgo's End then waits for a heartbeat that no longer
+// runs, and the loss of the partitions waits for AllowRebalance. The
+// worker must allow the rebalance, abort, and carry on exactly once,
+// instead of failing when End's context ends.
+func TestHeartbeatLostDuringCommit(t *testing.T) {
+	env := newTestEnv(t)
+	const n = 4000
+	recs, bad := eventRecords(0, n)
+	env.produce(recs[:1000])
+	w := env.startWorker(t, "w1")
+	waitReady(t, w.w)
+	env.waitCommitted("events")
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	produce := env.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce},
+		Err: kerr.NotLeaderForPartition, Count: -1, When: func(r kmsg.Request) bool {
+			return r.(*kmsg.ProduceRequest).TransactionID != nil // the worker's, not the test's
+		}})
+	env.produce(recs[1000:2000])
+	if err := produce.Wait(ctx, 1); err != nil {
+		t.Fatal("no produce while it was faulted:", err)
+	}
+	hb := env.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, TopLevel: true, Err: kerr.UnknownMemberID})
+	if err := hb.Wait(ctx, 1); err != nil {
+		t.Fatal("no heartbeat while produce was faulted:", err)
+	}
+	time.Sleep(300 * time.Millisecond) // the heartbeat loop has stopped
+	produce.Remove()
+
+	env.produce(recs[2000:])
+	select {
+	case err := <-w.done:
+		t.Fatalf("worker stopped: %v", err)
+	case <-time.After(5 * time.Second): // End's context lasts 30s
+	}
+	env.waitCommitted("events")
+	w.stop(t)
+	env.verify(t, n, bad, 0, 0)
 }

@@ -422,7 +422,7 @@ func (w *Worker) newSession() (session, error) {
 	if err != nil {
 		return nil, &ConfigError{Option: "ClientOpts", Reason: err.Error()}
 	}
-	return txnSession{s}, nil
+	return txnSession{s: s, unblockAfter: unblockAfter(s.Client())}, nil
 }
 
 // produce writes r in the current unit of work.
