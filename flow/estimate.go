@@ -54,11 +54,23 @@ func (c *Controller) estimate(t int64) estimate {
 		e.ownRate = (o1 - o0) / (float64(t-from) / 1e9)
 	}
 
-	// Peers: reported, extrapolated while fresh.
+	// Peers: reported, extrapolated while fresh. When no peer is fresh
+	// the exchange is most likely down rather than every peer gone: the
+	// peers are then extrapolated too, as the cluster rate below assumes
+	// they carry on, else their passes since their last reports would
+	// look like a lag that this node alone makes up (an overspend).
 	stale := int64(c.cfg.staleAfter)
+	anyFresh := false
+	for _, p := range c.peerList {
+		if t-p.at <= stale {
+			anyFresh = true
+			break
+		}
+	}
 	knownRate, known := e.ownRate, 0
 	for _, p := range c.peerList {
 		fresh := t-p.at <= stale
+		extrapolate := fresh || !anyFresh
 		e.totalPassed += float64(p.rep.Total.Passed)
 		e.totalRewards += p.rep.Total.Rewards
 		var base Counters
@@ -74,10 +86,10 @@ func (c *Controller) estimate(t int64) estimate {
 		e.offered += float64(base.Offered)
 		e.passed += float64(base.Passed)
 		e.rewards += base.Rewards
-		if !fresh {
+		if !extrapolate {
 			continue
 		}
-		if p.rateKnown && p.rep.Total.Offered > 0 {
+		if fresh && p.rateKnown && p.rep.Total.Offered > 0 {
 			knownRate += p.offRate
 			known++
 		}
