@@ -95,6 +95,10 @@ func readerOpts() []kgo.Opt {
 	return []kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // to see the end of a partition that ends in a marker
+		// Back within about a second once the brokers answer again
+		// (kgo's default backs off up to 5s): a reader that lags
+		// leaves the flow controllers on stale peers' reports.
+		kgo.RetryBackoffFn(readerBackoff),
 	}
 }
 
@@ -119,4 +123,10 @@ func newReader(clientOpts []kgo.Opt, extra ...kgo.Opt) (*kgo.Client, error) {
 // isStopErr reports whether a fetch error only says that polling was stopped.
 func isStopErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed)
+}
+
+// readerBackoff is the retry backoff of the readers: 100ms more per
+// consecutive failure, at most one second.
+func readerBackoff(fails int) time.Duration {
+	return min(time.Duration(max(fails, 1))*100*time.Millisecond, time.Second)
 }
