@@ -64,6 +64,7 @@ func (f optFunc) apply(c *cfg) { f(c) }
 
 type cfg struct {
 	clientOpts       []kgo.Opt
+	statsClientOpts  []kgo.Opt // the stats view's client only
 	group            string
 	topics           Topics
 	delivery         Delivery

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,7 +291,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	view, err := stats.NewView(ctx, w.cfg.topics.Stats, w.cfg.clientOpts)
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, w.cfg.statsClientOpts))
 	if err != nil {
 		return fmt.Errorf("stats view: %w", err)
 	}

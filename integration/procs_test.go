@@ -125,6 +125,16 @@ func start(t *testing.T, name string, args ...string) *proc {
 	return p
 }
 
+// exited reports whether the process has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // signal sends sig and waits up to timeout for the process to exit.
 func (p *proc) stop(t *testing.T, sig syscall.Signal, timeout time.Duration) error {
 	t.Helper()
@@ -164,7 +174,14 @@ func (p *proc) waitLine(t *testing.T, sub string, timeout time.Duration) string 
 // dir and returns its address; extra are more flags of the command.
 func startBroker(t *testing.T, partitions int, extra ...string) (*proc, string) {
 	t.Helper()
-	p := start(t, "broker", append([]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(),
+	return startBrokerAt(t, "127.0.0.1:0", t.TempDir(), partitions, extra...)
+}
+
+// startBrokerAt starts `throttler broker` on addr with the data dir dir
+// and returns the address it prints; extra are more flags of the command.
+func startBrokerAt(t *testing.T, addr, dir string, partitions int, extra ...string) (*proc, string) {
+	t.Helper()
+	p := start(t, "broker", append([]string{"broker", "--addr", addr, "--data-dir", dir,
 		"--partitions", fmt.Sprint(partitions), "--log-level", "warn"}, extra...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

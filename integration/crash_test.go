@@ -1,0 +1,285 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// crashSeed returns the seed of the crash schedule: THROTTLER_CRASH_SEED,
+// or 1.
+func crashSeed(t *testing.T) uint64 {
+	s := os.Getenv("THROTTLER_CRASH_SEED")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("THROTTLER_CRASH_SEED=%q: want an unsigned integer", s)
+	}
+	return n
+}
+
+// crashGroup is one consumer group of three `throttler run` workers.
+type crashGroup struct {
+	name     string
+	delivery string
+	cfg      string
+	workers  [3]*proc
+	kills    int
+}
+
+func (g *crashGroup) topics() []string { return groupTopics(g.name) }
+
+func (g *crashGroup) start(t *testing.T, i int) {
+	g.workers[i] = start(t, fmt.Sprintf("%s-worker-%d", g.name, i), "run", "--config", g.cfg,
+		"--transactional-id", fmt.Sprintf("%s-w%d", g.name, i))
+}
+
+// crash is one SIGKILL of a worker, restarted after a pause.
+type crash struct {
+	at      time.Duration // after the window's begin
+	g       *crashGroup
+	worker  int
+	restart time.Duration
+}
+
+// Three workers of an exactly-once group and three of an at-least-once
+// group consume the same input (12 partitions, zipf-skewed users, one
+// budget in ten unknown so that it is dead-lettered, an experiment layer
+// routing passes to two topics) while workers are SIGKILLed at seeded
+// random moments and restarted, at least five times per group.
+//
+// Exactly-once: every input id ends up in exactly one output, experiment,
+// rejected or dead-letter topic (read_committed), the passes counted in the
+// stats topic and in the checkpoints equal the passes in those topics, and
+// the budget is overspent by at most 0.5%. At-least-once: no id is lost;
+// duplicates are counted and reported.
+//
+// THROTTLER_CRASH_SEED picks the schedule (default 1).
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 90 s run across processes")
+	}
+	seed := crashSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 0x7e57))
+	const (
+		target     = 12000
+		window     = 45 * time.Second
+		rate       = 1000
+		partitions = 12
+		killsEach  = 5
+	)
+	_, addr := startBroker(t, partitions)
+	begin := time.Now().Add(12 * time.Second).Truncate(time.Second)
+	end := begin.Add(window)
+	groups := []*crashGroup{{name: "eos", delivery: "exactly-once"}, {name: "alo", delivery: "at-least-once"}}
+	for _, g := range groups {
+		g.cfg = groupConfig(t, addr, g.name, g.delivery, partitions, target, begin, end)
+	}
+
+	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", fmt.Sprint(partitions),
+		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(2*time.Second)).Round(time.Second).String(),
+		"--budgets", "campaign:9,ghost:1", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed))
+	gen.waitLine(t, "producing", 30*time.Second)
+	for _, g := range groups {
+		for i := range g.workers {
+			g.start(t, i)
+		}
+	}
+
+	// The schedule: killsEach crashes per group at random moments of the
+	// window (but its last 8 s), each restarted 0.5–2.5 s later.
+	var plan []crash
+	for _, g := range groups {
+		for range killsEach {
+			plan = append(plan, crash{
+				at:      time.Duration(rng.Int64N(int64(window - 10*time.Second))),
+				g:       g,
+				worker:  rng.IntN(3),
+				restart: 500*time.Millisecond + time.Duration(rng.Int64N(int64(2*time.Second))),
+			})
+		}
+	}
+	slices.SortFunc(plan, func(a, b crash) int { return int(a.at - b.at) })
+	type restart struct {
+		at time.Time
+		c  crash
+	}
+	var pending []restart
+	restartDue := func(now time.Time) {
+		for len(pending) > 0 && !pending[0].at.After(now) {
+			c := pending[0].c
+			pending = pending[1:]
+			c.g.start(t, c.worker)
+		}
+	}
+	for _, c := range plan {
+		at := begin.Add(c.at)
+		for time.Now().Before(at) {
+			restartDue(time.Now())
+			time.Sleep(min(time.Until(at), 100*time.Millisecond))
+		}
+		restartDue(time.Now())
+		w := c.g.workers[c.worker]
+		if w.exited() { // already down, its restart pending: kill the next live one
+			first := c.worker
+			for i := 1; i < len(c.g.workers) && w.exited(); i++ {
+				c.worker = (first + i) % len(c.g.workers)
+				w = c.g.workers[c.worker]
+			}
+			if w.exited() {
+				t.Logf("t=%5.1fs no live worker in %s to kill", time.Since(begin).Seconds(), c.g.name)
+				continue
+			}
+		}
+		_ = w.cmd.Process.Signal(syscall.SIGKILL)
+		<-w.done
+		c.g.kills++
+		t.Logf("t=%5.1fs SIGKILL %s, restart in %v", time.Since(begin).Seconds(), w.name, c.restart.Round(100*time.Millisecond))
+		pending = append(pending, restart{time.Now().Add(c.restart), c})
+		slices.SortFunc(pending, func(a, b restart) int { return a.at.Compare(b.at) })
+	}
+	for len(pending) > 0 {
+		time.Sleep(time.Until(pending[0].at))
+		restartDue(time.Now())
+	}
+	for _, g := range groups {
+		if g.kills < killsEach {
+			t.Errorf("group %s: %d kills happened, want %d", g.name, g.kills, killsEach)
+		}
+	}
+	<-gen.done
+
+	// Every group consumes the input to its end, then stops.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm, closeAdm := admin(t, addr)
+	defer closeAdm()
+	for _, g := range groups {
+		if !waitFor(45*time.Second, func() bool { return caughtUp(ctx, adm, g.name, "events") }) {
+			t.Fatalf("group %s did not consume the input to its end", g.name)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // a last stats sync
+	for _, g := range groups {
+		for _, w := range g.workers {
+			if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+				t.Errorf("%s after SIGTERM: %v", w.name, err)
+			}
+		}
+	}
+
+	inputs := readTopics(ctx, t, addr, "events")["events"]
+	for _, g := range groups {
+		tl := account(inputs, readTopics(ctx, t, addr, g.topics()...), "id", "campaign")
+		over := max(float64(tl.passes-target)/target, 0)
+		t.Logf("seed %d, %s (%d kills): %v; delivered %d of %d, overspend %.3f%%", seed, g.delivery, g.kills, tl, tl.passes, target, 100*over)
+		if len(tl.lost) > 0 {
+			t.Errorf("%s: %d input ids in no output topic, e.g. %v", g.delivery, len(tl.lost), tl.lost[:min(5, len(tl.lost))])
+		}
+		if tl.unknown > 0 {
+			t.Errorf("%s: %d output records of no input id", g.delivery, tl.unknown)
+		}
+		if tl.byTopic[g.name+".dead-letter"] == 0 || tl.byTopic[g.name+".exp-a"] == 0 || tl.byTopic[g.name+".rejected"] == 0 {
+			t.Errorf("%s: the run did not exercise every destination: %v", g.delivery, tl.byTopic)
+		}
+		if g.delivery != "exactly-once" {
+			continue
+		}
+		if tl.duplicates > 0 {
+			t.Errorf("exactly-once: %d duplicate outputs", tl.duplicates)
+		}
+		if over > 0.005 {
+			t.Errorf("exactly-once: %d passes for a target of %d, overspent by %.3f%% (bar 0.5%%)", tl.passes, target, 100*over)
+		}
+		inStats, inCps := countedPasses(ctx, t, addr, g.name+".stats", g.name+".checkpoints", "events", partitions, "campaign")
+		t.Logf("exactly-once: passes in the stats topic %d, in the checkpoints %d, in the output topics %d", inStats, inCps, tl.passes)
+		if inStats != uint64(tl.passes) || inCps != uint64(tl.passes) {
+			t.Errorf("exactly-once: counted passes (stats %d, checkpoints %d) differ from the %d passes in the output topics", inStats, inCps, tl.passes)
+		}
+	}
+}
+
+// admin returns an admin client of the broker at addr.
+func admin(t *testing.T, addr string) (*kadm.Client, func()) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kadm.NewClient(cl), cl.Close
+}
+
+// caughtUp reports whether group has committed offsets at the end of every
+// partition of topic.
+func caughtUp(ctx context.Context, adm *kadm.Client, group, topic string) bool {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false
+	}
+	ok := true
+	ends.Each(func(o kadm.ListedOffset) {
+		c, found := committed.Lookup(o.Topic, o.Partition)
+		if o.Offset > 0 && (!found || c.At < o.Offset) {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// groupConfig writes the config of the workers of group: one budget,
+// "campaign", of target passes between begin and end; an experiment layer
+// routing 40% of users to two topics; rejected and dead-letter topics;
+// short group and transaction timeouts.
+func groupConfig(t *testing.T, addr, group, delivery string, partitions, target int, begin, end time.Time) string {
+	t.Helper()
+	return writeFile(t, group+".yaml", fmt.Sprintf(`brokers: [%s]
+group: %[2]s
+delivery: %[3]s
+topics:
+  input: [events]
+  output: %[2]s.passed
+  rejected: %[2]s.rejected
+  dead_letter: %[2]s.dead-letter
+  partitions: %[4]d
+sync_interval: 1s
+commit_interval: 100ms
+timeouts: {session: 6s, rebalance: 5s, heartbeat: 500ms, transaction: 8s}
+fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+budgets:
+  - name: campaign
+    target: %[5]d
+    begin: %[6]s
+    end: %[7]s
+layers:
+  - name: ui
+    experiments:
+      - name: colour
+        allocation: 40
+        variants:
+          - {name: a, weight: 1, topic: %[2]s.exp-a}
+          - {name: b, weight: 1, topic: %[2]s.exp-b}
+http: {listen: "127.0.0.1:0"}
+log: {format: json, level: info}
+`, addr, group, delivery, partitions, target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
+}
+
+// groupTopics returns the topics the workers of groupConfig write events
+// to.
+func groupTopics(group string) []string {
+	return []string{group + ".passed", group + ".exp-a", group + ".exp-b", group + ".rejected", group + ".dead-letter"}
+}

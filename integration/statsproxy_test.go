@@ -1,0 +1,233 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+)
+
+// statsSample is, at one instant, the passes the cluster really made and
+// each worker's estimate of them.
+type statsSample struct {
+	at        time.Time
+	truth     float64   // passes of every open source of every worker
+	estimates []float64 // each worker's ClusterPassed
+}
+
+// Three in-process workers share one budget; their stats views (the
+// readers of the stats topic) reach the broker through a fault proxy,
+// everything else directly. The stats exchange is stalled for 8 sync
+// intervals (connections held, no byte forwarded), restored, then cut for 8
+// more (connections closed and refused). Meanwhile the workers keep
+// deciding on local estimates: the passes made while it is down stay within
+// 1.1× of the ideal passes of that time, and the budget ends within 1.1× of
+// its target. After each restore every worker's estimate of the cluster's
+// passes comes back within the error it had before the trouble in at most
+// 3 sync intervals.
+func TestStatsExchangeTrouble(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 60 s run")
+	}
+	const (
+		target     = 10000
+		window     = 40 * time.Second
+		rate       = 1000
+		partitions = 12
+		syncEvery  = time.Second
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(t.TempDir()), broker.Partitions(partitions),
+		broker.SeedTopics("events"), broker.Logger(zerolog.Nop()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	proxy := newFaultProxy(t, b.Addr())
+
+	begin := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	end := begin.Add(window)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`brokers: [%s]
+group: sx
+topics: {input: [events], output: passed, partitions: %d}
+sync_interval: %v
+timeouts: {session: 6s, rebalance: 5s, heartbeat: 500ms, transaction: 8s}
+fields: {budget: campaign, key: user, id: id}
+budgets:
+  - {name: campaign, target: %d, begin: %s, end: %s}
+http: {listen: "127.0.0.1:0"}
+`, b.Addr(), partitions, syncEvery, target, begin.Format(time.RFC3339), end.Format(time.RFC3339))))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	g, err := loadgen.New(loadgen.Config{Seed: 9, Users: 2000, Skew: 1.2, Budgets: []loadgen.Budget{{Name: "campaign", Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	genDone := make(chan error, 1)
+	go func() {
+		_, err := loadgen.Run(ctx, pc, g, loadgen.RunConfig{Topic: "events", Rate: rate, Duration: time.Until(end.Add(time.Second))})
+		genDone <- err
+	}()
+
+	var trees []*flow.Tree
+	var wg sync.WaitGroup
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, 3)
+	for range 3 {
+		w, tree, err := consumer.FromConfig(cfg, consumer.WithLogger(zerolog.Nop()),
+			consumer.StatsClientOpts(kgo.Dialer(proxy.Dial)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees = append(trees, tree)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(wctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+
+	// Sample the truth and the estimates every 100ms.
+	var mu sync.Mutex
+	var samples []statsSample
+	sampling := make(chan struct{})
+	go func() {
+		defer close(sampling)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		var reports []flow.Report
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case now := <-tick.C:
+				s := statsSample{at: now}
+				for _, tr := range trees {
+					reports = tr.Reports(now, reports[:0])
+					for _, r := range reports {
+						if r.Budget == "campaign" {
+							s.truth += float64(r.Total.Passed)
+						}
+					}
+					s.estimates = append(s.estimates, tr.Controller("campaign").Snapshot().ClusterPassed)
+				}
+				mu.Lock()
+				samples = append(samples, s)
+				mu.Unlock()
+			}
+		}
+	}()
+
+	type trouble struct {
+		name       string
+		from, to   time.Duration // after begin
+		start, fix func()
+	}
+	troubles := []trouble{
+		{"stall", 8 * time.Second, 16 * time.Second, proxy.Stall, proxy.Restore},
+		{"cut", 23 * time.Second, 31 * time.Second, proxy.Cut, proxy.Restore},
+	}
+	for _, tr := range troubles {
+		time.Sleep(time.Until(begin.Add(tr.from)))
+		tr.start()
+		time.Sleep(time.Until(begin.Add(tr.to)))
+		tr.fix()
+	}
+	time.Sleep(time.Until(end.Add(2 * time.Second)))
+	stop()
+	wg.Wait()
+	<-sampling
+	close(errs)
+	for err := range errs {
+		t.Errorf("worker: %v", err)
+	}
+	if err := <-genDone; err != nil {
+		t.Errorf("loadgen: %v", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	truthAt := func(at time.Time) float64 {
+		v := 0.0
+		for _, s := range samples {
+			if s.at.After(at) {
+				break
+			}
+			v = s.truth
+		}
+		return v
+	}
+	ideal := func(d time.Duration) float64 { return target * d.Seconds() / window.Seconds() }
+	// worstError is the largest |estimate - truth| of any worker over the
+	// samples in [from, to).
+	worstError := func(from, to time.Time) float64 {
+		w := 0.0
+		for _, s := range samples {
+			if s.at.Before(from) || !s.at.Before(to) {
+				continue
+			}
+			for _, e := range s.estimates {
+				w = max(w, math.Abs(e-s.truth))
+			}
+		}
+		return w
+	}
+	// The error band of healthy operation: the 5 s before the first
+	// trouble, once the window has run 2 s.
+	band := worstError(begin.Add(2*time.Second), begin.Add(troubles[0].from))
+	tol := max(1.5*band, 0.005*target)
+	t.Logf("healthy: worst estimate error %.0f passes; tolerance after recovery %.0f (%.2f%% of target)", band, tol, 100*tol/target)
+	for _, tr := range troubles {
+		from, to := begin.Add(tr.from), begin.Add(tr.to)
+		passed := truthAt(to) - truthAt(from)
+		want := ideal(tr.to - tr.from)
+		during := worstError(from, to)
+		// reconverged: the first instant after which every sample up
+		// to 3 sync intervals later... is within tol.
+		var back time.Duration = -1
+		for _, s := range samples {
+			if s.at.Before(to) {
+				continue
+			}
+			if worstError(s.at, s.at.Add(time.Second)) <= tol {
+				back = s.at.Sub(to)
+				break
+			}
+		}
+		t.Logf("%s for %v: %.0f passes (ideal %.0f, %.3f×), worst estimate error %.0f; back within %.0f after %v",
+			tr.name, tr.to-tr.from, passed, want, passed/want, during, tol, back.Round(10*time.Millisecond))
+		if passed > 1.1*want {
+			t.Errorf("%s: %.0f passes while the stats exchange was down, over 1.1× the ideal %.0f", tr.name, passed, want)
+		}
+		if back < 0 || back > 3*syncEvery {
+			t.Errorf("%s: estimates not back within %.0f passes of the truth within 3 sync intervals (%v)", tr.name, tol, back)
+		}
+	}
+	final := truthAt(end.Add(2 * time.Second))
+	t.Logf("window end: %.0f passes of %d (%.3f×)", final, target, final/target)
+	if final > 1.1*target {
+		t.Errorf("%.0f passes over the window, over 1.1× the target %d", final, target)
+	}
+}

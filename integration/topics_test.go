@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/stats"
+)
+
+// readTopics reads every record of topics (read_committed) from the start
+// up to the end offsets they have when it starts, and returns the data
+// records by topic. A topic that does not exist reads as empty. It fails
+// the test when ctx ends first (an open transaction never ending, say).
+func readTopics(ctx context.Context, t *testing.T, brokers string, topics ...string) map[string][]*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		t.Fatalf("list end offsets of %v: %v", topics, err)
+	}
+	pending := map[string]map[int32]int64{}
+	var existing []string
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset == 0 {
+			return
+		}
+		if pending[o.Topic] == nil {
+			pending[o.Topic] = map[int32]int64{}
+			existing = append(existing, o.Topic)
+		}
+		pending[o.Topic][o.Partition] = o.Offset
+	})
+	out := map[string][]*kgo.Record{}
+	if len(existing) == 0 {
+		return out
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(existing...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	left := 0
+	for _, ps := range pending {
+		left += len(ps)
+	}
+	for left > 0 {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %v: %d partitions not read to their end before the deadline", topics, left)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := pending[r.Topic][r.Partition]; ok && r.Offset >= end-1 {
+				delete(pending[r.Topic], r.Partition)
+				left--
+			}
+			if !r.Attrs.IsControl() {
+				out[r.Topic] = append(out[r.Topic], r)
+			}
+		})
+	}
+	return out
+}
+
+// countedPasses sums the passes of budget in the stats topic and in the
+// checkpoints of the input partitions.
+func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, cpTopic, input string, partitions int32, budget string) (inStats, inCheckpoints uint64) {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers)}
+	view, err := stats.NewView(ctx, statsTopic, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	if err := view.WaitCaughtUp(ctx); err != nil {
+		t.Fatalf("stats view of %s: %v", statsTopic, err)
+	}
+	for _, r := range view.View(budget, nil) {
+		inStats += r.Total.Passed
+	}
+	srcs := map[string]int32{}
+	for p := int32(0); p < partitions; p++ {
+		srcs[stats.SourceName(input, p)] = p
+	}
+	cps, err := stats.LoadCheckpoints(ctx, opts, cpTopic, srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		if r, ok := cp.Report(budget); ok {
+			inCheckpoints += r.Total.Passed
+		}
+	}
+	return inStats, inCheckpoints
+}
+
+// tally is where the input ids ended up.
+type tally struct {
+	inputs     int
+	byTopic    map[string]int // records per output topic
+	passes     int            // records that passed (decision pass) for the budget
+	lost       []string       // input ids found in no output topic
+	duplicates int            // output records beyond the first of an id
+	unknown    int            // output records whose id is not an input id
+}
+
+// account matches the ids of the input records with those of the records
+// of the output topics. Records are matched by the JSON field idPath of
+// their value.
+func account(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, budget string) tally {
+	seen := make(map[string]int, len(inputs))
+	for _, r := range inputs {
+		seen[jsonField(r.Value, idPath)] = 0
+	}
+	tl := tally{inputs: len(seen), byTopic: map[string]int{}}
+	for topic, rs := range outputs {
+		tl.byTopic[topic] = len(rs)
+		for _, r := range rs {
+			id := jsonField(r.Value, idPath)
+			n, ok := seen[id]
+			if !ok {
+				tl.unknown++
+				continue
+			}
+			seen[id] = n + 1
+			if n > 0 {
+				tl.duplicates++
+			}
+			d, _ := consumer.HeaderValue(r, consumer.HeaderDecision)
+			b, _ := consumer.HeaderValue(r, consumer.HeaderBudget)
+			if d == consumer.DecisionPass && b == budget {
+				tl.passes++
+			}
+		}
+	}
+	for id, n := range seen {
+		if n == 0 {
+			tl.lost = append(tl.lost, id)
+		}
+	}
+	return tl
+}
+
+func (tl tally) String() string {
+	return fmt.Sprintf("inputs %d, outputs %v, passes %d, duplicates %d, lost %d, unknown %d",
+		tl.inputs, tl.byTopic, tl.passes, tl.duplicates, len(tl.lost), tl.unknown)
+}
+
+// waitFor polls cond every 500ms until it is true or timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return true
+}
