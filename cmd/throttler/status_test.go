@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/status"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
@@ -154,5 +158,79 @@ func TestStatusErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.stderr) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, c.code, c.stderr)
 		}
+	}
+}
+
+// TestRunThenStatus runs a worker whose config has an experiment with a
+// variant limit, sends it events, and reads what it published with
+// status: the budget and the limit's budget, the experiment and its
+// counts.
+func TestRunThenStatus(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.Partitions(3), broker.SeedTopics("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+brokers: [%q]
+group: status-test
+topics: {input: [events], output: passed, rejected: rejected}
+sync_interval: 200ms
+fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+budgets:
+  - {name: a, target: 1000000000, period: 1h}
+layers:
+  - name: ui
+    experiments:
+      - name: color
+        allocation: 100
+        variants:
+          - {name: red, weight: 1, topic: passed.red, limit: {target: 1000000, period: 1h, fallback: rejected}}
+          - {name: blue, weight: 1, topic: passed.blue}
+`, b.Addr()))
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var stderr syncBuffer
+	codeCh := make(chan int, 1)
+	go func() {
+		codeCh <- dispatch(runCtx, []string{"run", "--config", cfg, "--http", "127.0.0.1:0"}, io.Discard, &stderr)
+	}()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	g, err := loadgen.New(loadgen.Config{Seed: 5, Budgets: []loadgen.Budget{{Name: "a", Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st status.Status
+	ok := poll(ctx, func() bool {
+		if _, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: "events", Count: 20, Rate: 200}); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, _ := runCLI(t, ctx, "status", "--brokers", b.Addr(), "--stats-topic", "status-test.stats", "--json")
+		if code != 0 || json.Unmarshal([]byte(stdout), &st) != nil {
+			return false
+		}
+		return len(st.Budgets) == 2 && len(st.Experiments) == 1 && st.Experiments[0].Events > 0 && st.Budgets[0].Passed > 0
+	})
+	if !ok {
+		t.Fatalf("status never showed the worker's budgets and counts: %+v\n%s", st, stderr.String())
+	}
+	a, lim, x := st.Budgets[0], st.Budgets[1], st.Experiments[0]
+	if a.Name != "a" || lim.Name != "variant:ui/color/red" || lim.Variant != "ui/color/red" || lim.Target != 1e6 || lim.PeriodSeconds != 3600 {
+		t.Errorf("budgets: %+v", st.Budgets)
+	}
+	if x.Layer != "ui" || x.Experiment != "color" || len(x.Variants) != 2 || x.Variants[1].Limit != lim.Name || x.Variants[1].Fallback != "rejected" ||
+		x.Events != x.Variants[0].Count+x.Variants[1].Count || x.Keys == 0 || x.Keys > x.Events {
+		t.Errorf("experiment: %+v", x)
+	}
+	stop()
+	if code := <-codeCh; code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 }
