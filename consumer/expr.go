@@ -75,9 +75,13 @@ func MustParseExpr(src string) *Expr {
 // Source returns the text the expression was parsed from.
 func (e *Expr) Source() string { return e.src }
 
-// String returns the expression in canonical form: every binary operation
-// and negation parenthesized, numbers in shortest round-trip form. Parsing
-// the canonical form gives an expression that evaluates identically.
+// String returns the expression in canonical form: parentheses only
+// where the tree needs them (a right operand of equal precedence keeps
+// them, so the evaluation order is kept), unary plus and redundant
+// parentheses dropped, numbers in shortest round-trip form. Parsing the
+// canonical form gives an expression that evaluates identically, and it
+// nests no deeper than the source (a fully parenthesized form would nest
+// twice as deep, past maxExprDepth, for sources near the limit).
 func (e *Expr) String() string {
 	var b strings.Builder
 	e.root.format(&b)
@@ -465,15 +469,12 @@ func (n *exprNode) format(b *strings.Builder) {
 			b.WriteByte('`')
 		}
 	case opNeg:
-		b.WriteString("(-")
-		n.args[0].format(b)
-		b.WriteByte(')')
+		b.WriteByte('-')
+		n.args[0].formatIn(b, n.prec() > n.args[0].prec())
 	case opAdd, opSub, opMul, opDiv:
-		b.WriteByte('(')
-		n.args[0].format(b)
+		n.args[0].formatIn(b, n.args[0].prec() < n.prec())
 		b.WriteString([...]string{opAdd: " + ", opSub: " - ", opMul: " * ", opDiv: " / "}[n.op])
-		n.args[1].format(b)
-		b.WriteByte(')')
+		n.args[1].formatIn(b, n.args[1].prec() <= n.prec())
 	default:
 		b.WriteString(opNames[n.op])
 		b.WriteByte('(')
@@ -485,6 +486,31 @@ func (n *exprNode) format(b *strings.Builder) {
 		}
 		b.WriteByte(')')
 	}
+}
+
+// formatIn formats n, between parentheses when paren is true.
+func (n *exprNode) formatIn(b *strings.Builder, paren bool) {
+	if paren {
+		b.WriteByte('(')
+	}
+	n.format(b)
+	if paren {
+		b.WriteByte(')')
+	}
+}
+
+// prec is how tightly n binds when written out: sums 1, products 2,
+// negation 3, numbers, fields and calls 4.
+func (n *exprNode) prec() int {
+	switch n.op {
+	case opAdd, opSub:
+		return 1
+	case opMul, opDiv:
+		return 2
+	case opNeg:
+		return 3
+	}
+	return 4
 }
 
 // isPlainPath reports whether a path can be written as a bare identifier.

@@ -3,6 +3,7 @@ package consumer
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -133,7 +134,7 @@ func TestExprFields(t *testing.T) {
 	if v := e.EvalVars(1, 2, 3); v != 1+2*1+3 {
 		t.Fatalf("EvalVars = %v", v)
 	}
-	if s := e.String(); s != "((a + (b * a)) + `x y`)" {
+	if s := e.String(); s != "a + b * a + `x y`" {
 		t.Fatalf("String = %q", s)
 	}
 }
@@ -163,6 +164,8 @@ func FuzzScoreExpr(f *testing.F) {
 		"1", "a + b * c.d", "-(a)", "log(1 + a) * 2", "min(a, b, 3)", "clamp(a, 0, 1)",
 		"pow(2, 1e3)", "1/0", "`k-v`", "((((a))))", "exp(exp(exp(a)))", "max(1,", "a..b",
 		"sqrt(-1)", "1e309", "abs(-0)",
+		// near the nesting limit: the canonical form must parse too
+		strings.Repeat("-", 33) + "0", strings.Repeat("1+", 70) + "1", strings.Repeat("(", 63) + "a" + strings.Repeat(")", 63),
 	} {
 		f.Add(s)
 	}
