@@ -69,12 +69,16 @@ type Budget struct {
 
 // Experiment is one experiment's cluster-wide variant counts and SRM test.
 type Experiment struct {
-	Layer      string    `json:"layer"`
-	Experiment string    `json:"experiment"`
-	Events     uint64    `json:"events"`
-	Keys       uint64    `json:"keys"`
-	Sources    int       `json:"sources"` // sources that reported counts
-	Variants   []Variant `json:"variants"`
+	Layer      string `json:"layer"`
+	Experiment string `json:"experiment"`
+	Events     uint64 `json:"events"`
+	Keys       uint64 `json:"keys"`
+	Sources    int    `json:"sources"` // sources that reported counts
+	// NewestCountsAge is the age in seconds of the newest counts a source
+	// published (sources publish every sync interval while they route
+	// events to the experiment); null when none did.
+	NewestCountsAge *float64  `json:"newest_counts_age_seconds"`
+	Variants        []Variant `json:"variants"`
 	// SRM tests the key counts (what the workers' check tests); SRMEvents
 	// the event counts, which heavy keys make vary more than the test
 	// allows (shown for information).
@@ -113,6 +117,7 @@ type Source interface {
 	View(budget string, dst []flow.Report) []flow.Report
 	ExperimentDefs() []stats.ExperimentDef
 	VariantTotals(layer, experiment string) (map[string]stats.VariantCount, int)
+	VariantSources(layer, experiment string) []stats.VariantCounts
 }
 
 // Build computes the status at now from src.
@@ -120,7 +125,7 @@ func Build(src Source, topic string, now time.Time) Status {
 	st := Status{Version: Version, StatsTopic: topic, At: now.UTC(), Budgets: []Budget{}, Experiments: []Experiment{}}
 	limitOf := map[string]string{}
 	for _, e := range src.ExperimentDefs() {
-		x := experiment(src, e)
+		x := experiment(src, e, now)
 		if x.SRM.Mismatch {
 			st.Mismatches++
 		}
@@ -205,9 +210,14 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 	return b
 }
 
-func experiment(src Source, e stats.ExperimentDef) Experiment {
+func experiment(src Source, e stats.ExperimentDef, now time.Time) Experiment {
 	totals, sources := src.VariantTotals(e.Layer, e.Experiment)
 	x := Experiment{Layer: e.Layer, Experiment: e.Experiment, Sources: sources}
+	for _, vc := range src.VariantSources(e.Layer, e.Experiment) {
+		if age := now.Sub(vc.At).Seconds(); x.NewestCountsAge == nil || age < *x.NewestCountsAge {
+			x.NewestCountsAge = &age
+		}
+	}
 	keys := make([]uint64, len(e.Variants))
 	events := make([]uint64, len(e.Variants))
 	weights := make([]float64, len(e.Variants))

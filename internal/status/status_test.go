@@ -12,10 +12,11 @@ import (
 )
 
 type fakeSource struct {
-	defs    []stats.BudgetDef
-	reports map[string][]flow.Report
-	exps    []stats.ExperimentDef
-	totals  map[string]map[string]stats.VariantCount
+	defs     []stats.BudgetDef
+	reports  map[string][]flow.Report
+	exps     []stats.ExperimentDef
+	totals   map[string]map[string]stats.VariantCount
+	countsAt time.Time
 }
 
 func (f fakeSource) BudgetDefs() []stats.BudgetDef { return f.defs }
@@ -23,6 +24,12 @@ func (f fakeSource) View(b string, dst []flow.Report) []flow.Report {
 	return append(dst, f.reports[b]...)
 }
 func (f fakeSource) ExperimentDefs() []stats.ExperimentDef { return f.exps }
+func (f fakeSource) VariantSources(l, e string) []stats.VariantCounts {
+	if f.totals[l+"/"+e] == nil {
+		return nil
+	}
+	return []stats.VariantCounts{{Layer: l, Experiment: e, Source: "e/0", At: f.countsAt}, {Layer: l, Experiment: e, Source: "e/1", At: f.countsAt.Add(-time.Minute)}}
+}
 func (f fakeSource) VariantTotals(l, e string) (map[string]stats.VariantCount, int) {
 	return f.totals[l+"/"+e], len(f.totals[l+"/"+e])
 }
@@ -43,8 +50,9 @@ func TestBuild(t *testing.T) {
 				{Source: "e/1", At: begin, Period: begin.Unix()/60 - 1, InPeriod: flow.Counters{Offered: 10, Passed: 10, Rewards: 40}},
 			},
 		},
-		exps:   []stats.ExperimentDef{{Layer: "l", Experiment: "x", Variants: []stats.VariantDef{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}}},
-		totals: map[string]map[string]stats.VariantCount{"l/x": {"a": {Count: 100, Keys: 90}, "b": {Count: 500, Keys: 300}}},
+		exps:     []stats.ExperimentDef{{Layer: "l", Experiment: "x", Variants: []stats.VariantDef{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}}},
+		totals:   map[string]map[string]stats.VariantCount{"l/x": {"a": {Count: 100, Keys: 90}, "b": {Count: 500, Keys: 300}}},
+		countsAt: begin,
 	}
 	for _, step := range []struct {
 		at                   time.Duration
@@ -65,7 +73,8 @@ func TestBuild(t *testing.T) {
 			t.Errorf("at %v: clicks ideal %v achieved %v, want %v %v", step.at, c.Ideal, c.Achieved, step.clickIdeal, step.clickGot)
 		}
 		x := st.Experiments[0]
-		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 || x.Keys != 390 || *x.Variants[0].Share != 90.0/390 {
+		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 || x.Keys != 390 || *x.Variants[0].Share != 90.0/390 ||
+			*x.NewestCountsAge != step.at.Seconds() {
 			t.Errorf("experiment %+v", x)
 		}
 	}
