@@ -33,7 +33,12 @@ import (
 //   - no worker saw input keyed otherwise than by the cap key.
 //
 // THROTTLER_CAPS_EVENTS and THROTTLER_CAPS_RATE set a bigger run (default
-// 200,000 events at 8,000 a second).
+// 200,000 events at 8,000 a second). At 1,000,000 events and 20,000 a
+// second, 3 runs in 10 found duplicates at the kill (4 to 28 events, never
+// a wrong cap decision): records of the killed worker's unfinished
+// transaction (its producer id, the epoch of its last transaction),
+// directly followed by the new owner's copies, both visible to
+// read_committed. The cause, kfake or the pipeline, is not established.
 func TestCapsZipfKillWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a run of about a minute across processes")
@@ -158,10 +163,12 @@ log: {format: json, level: info}
 	}
 
 	// The delivered events of each user keep to the cap.
+	// Every record of the output topic counts, duplicates included: what
+	// a reader of the topic would deliver.
 	passed := map[string][]int64{}
-	for id, w := range where {
-		if w == "passed" {
-			e := input[id]
+	for _, r := range out {
+		if r.Topic == "passed" {
+			e := input[gjson.GetBytes(r.Value, "id").String()]
 			passed[e.user] = append(passed[e.user], e.ms)
 		}
 	}
