@@ -157,20 +157,29 @@ func (p *partition) openCaps() bool {
 // expired, writes every key changed since the last commit to the changelog
 // (its TAT, or a tombstone), and flushes the partition's cap metrics.
 func (w *Worker) writeCaps(p *partition, now time.Time) error {
-	pc := p.caps
-	if pc == nil {
+	if p.caps == nil {
 		return nil
 	}
-	pc.flushMetrics()
+	p.caps.flushMetrics()
+	for _, r := range p.caps.changelog(p.id, now) {
+		w.produce(r)
+	}
+	return nil
+}
+
+// changelog sweeps and returns the changelog records of a commit: one per
+// key changed since the last commit, in partition of the changelog.
+func (pc *partitionCaps) changelog(partition int32, now time.Time) []*kgo.Record {
 	pc.sweep(now)
+	var recs []*kgo.Record
 	for i, d := range pc.dirty {
 		name := pc.set.specs[i].Name
 		for k := range d {
 			tat, ok := pc.caps[i].Lookup(bytesOf(k))
-			w.produce(stats.CapRecord(pc.set.changelog, p.id, pc.source, name, bytesOf(k), tat, !ok))
+			recs = append(recs, stats.CapRecord(pc.set.changelog, partition, pc.source, name, bytesOf(k), tat, !ok))
 		}
 	}
-	return nil
+	return recs
 }
 
 // capsCommitted makes the partition's cap changes committed.

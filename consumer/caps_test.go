@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/stats"
 )
 
 // scripted decides by a script: pass while *pass is true.
@@ -319,5 +320,61 @@ func BenchmarkCapsStage(b *testing.B) {
 		if i%20000 == 19999 {
 			pc.committed()
 		}
+	}
+}
+
+// TestCapsChangelog: a commit writes the keys it changed, each once, with
+// its TAT; keys that expired are tombstoned (over the commits that sweep
+// their shards), and nothing is written for keys left alone.
+func TestCapsChangelog(t *testing.T) {
+	r := newCapRig(t, 0, CapSpec{Name: "c", Burst: 1, Count: 1, Period: time.Minute})
+	type entry struct {
+		tat     time.Time
+		deleted bool
+	}
+	commit := func(now time.Time) map[string]entry {
+		t.Helper()
+		out := map[string]entry{}
+		for _, rec := range r.pc.changelog(3, now) {
+			src, c, key, ok := stats.ParseCapKey(rec.Key)
+			if !ok || src != "in/0" || c != "c" || rec.Partition != 3 || rec.Topic != "g.caps" {
+				t.Fatalf("record %s/%d %q", rec.Topic, rec.Partition, rec.Key)
+			}
+			if _, dup := out[string(key)]; dup {
+				t.Fatalf("key %s written twice in one commit", key)
+			}
+			e := entry{deleted: rec.Value == nil}
+			if !e.deleted {
+				tat, err := stats.DecodeCapValue(rec.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.tat = tat
+			}
+			out[string(key)] = e
+		}
+		r.pc.committed()
+		return out
+	}
+	r.event("a", 0, "")
+	r.event("a", 0, "")
+	r.event("b", time.Second, "")
+	got := commit(capT0.Add(time.Hour))
+	if len(got) != 2 || !got["a"].tat.Equal(capT0.Add(2*time.Minute)) || !got["b"].tat.Equal(capT0.Add(61*time.Second)) {
+		t.Fatalf("first commit wrote %v", got)
+	}
+	if got := commit(capT0.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("a commit with no change wrote %v", got)
+	}
+	// An hour of event time later, c passes; a and b have expired.
+	r.event("c", time.Hour, "")
+	all := map[string]entry{}
+	for range flow.CapShards / sweepShards {
+		for k, e := range commit(capT0.Add(2 * time.Hour)) {
+			all[k] = e
+		}
+	}
+	if len(all) != 3 || !all["a"].deleted || !all["b"].deleted || all["c"].deleted || r.pc.caps[0].Len() != 1 {
+		t.Fatalf("after expiry wrote %v; %d keys held", all, r.pc.caps[0].Len())
 	}
 }

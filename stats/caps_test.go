@@ -2,8 +2,11 @@ package stats
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestCapRecordRoundTrip(t *testing.T) {
@@ -47,5 +50,52 @@ func TestCapRecordRoundTrip(t *testing.T) {
 	later := append([]byte{1, 1}, append(v[2:], 7, 7)...)
 	if got, err := DecodeCapValue(later); err != nil || !got.Equal(tat) {
 		t.Errorf("minor 1 with extra bytes: %v, %v", got, err)
+	}
+}
+
+// TestLoadCaps: committed records and tombstones are read back in order,
+// aborted ones are not, and records of other sources or partitions are
+// left out.
+func TestLoadCaps(t *testing.T) {
+	_, conn := newCluster(t)
+	const topic = "g.caps"
+	ensure(t, conn, CapTopic(topic, 4))
+	ctx := testCtx(t)
+	w := newClient(t, conn, kgo.TransactionalID("w"), kgo.RecordPartitioner(Partitioner(nil, topic)))
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	rec := func(src string, p int32, key string, at time.Duration, deleted bool) *kgo.Record {
+		return CapRecord(topic, p, src, "per-user", []byte(key), t0.Add(at), deleted)
+	}
+	txn(t, w, true, rec("events/2", 2, "a", 1, false), rec("events/2", 2, "b", 2, false), rec("events/3", 3, "a", 9, false))
+	txn(t, w, false, rec("events/2", 2, "a", 5, false), rec("events/2", 2, "c", 5, false)) // aborted
+	txn(t, w, true, rec("events/2", 2, "b", 0, true), rec("other/2", 2, "z", 1, false))
+
+	state := map[string]time.Time{}
+	var order []string
+	err := LoadCaps(ctx, conn, topic, map[string]int32{"events/2": 2}, func(e CapEntry) {
+		if e.Source != "events/2" || e.Cap != "per-user" {
+			t.Errorf("entry of %s/%s", e.Source, e.Cap)
+		}
+		order = append(order, string(e.Key))
+		if e.Deleted {
+			delete(state, string(e.Key))
+		} else {
+			state[string(e.Key)] = e.TAT
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(state) != 1 || !state["a"].Equal(t0.Add(1)) || strings.Join(order, ",") != "a,b,b" {
+		t.Fatalf("state %v after entries %v; want a at +1ns only, from a,b,b", state, order)
+	}
+
+	// An undecodable value fails the load.
+	txn(t, w, true, &kgo.Record{Topic: topic, Partition: 2, Key: rec("events/2", 2, "d", 0, true).Key, Value: []byte{1, 0}})
+	if err := LoadCaps(ctx, conn, topic, map[string]int32{"events/2": 2}, func(CapEntry) {}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("corrupt value: err = %v", err)
+	}
+	if err := LoadCaps(ctx, conn, "missing", map[string]int32{"events/2": 2}, func(CapEntry) {}); !errors.Is(err, ErrTopicNotFound) {
+		t.Fatalf("missing topic: err = %v", err)
 	}
 }
