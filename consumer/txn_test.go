@@ -116,3 +116,40 @@ func TestHeartbeatLostDuringCommit(t *testing.T) {
 	w.stop(t)
 	env.verify(t, n, bad, 0, 0)
 }
+
+// A fenced producer (here another InitProducerID for the worker's
+// transactional id; after a crashed kfake restarts, its open transactions
+// are aborted the same way) makes the worker start a new session instead
+// of stopping, and the output stays exactly once.
+func TestFencedProducerStartsNewSession(t *testing.T) {
+	env := newTestEnv(t)
+	const n = 4000
+	recs, bad := eventRecords(0, n)
+	env.produce(recs[:1000])
+	w := env.startWorker(t, "w1", TransactionalID("fenced-w1"))
+	waitReady(t, w.w)
+	env.waitCommitted("events")
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	txnID := "fenced-w1"
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = &txnID
+	req.TransactionTimeoutMillis = 60000
+	resp, err := req.RequestWith(ctx, env.admCl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	env.produce(recs[1000:])
+	env.waitCommitted("events")
+	select {
+	case err := <-w.done:
+		t.Fatalf("worker stopped: %v", err)
+	default:
+	}
+	w.stop(t)
+	env.verify(t, n, bad, 0, 0)
+}

@@ -330,7 +330,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	tunerDone := make(chan struct{})
 	go w.tuner(loopCtx, tunerDone)
 
-	err = w.loop(loopCtx)
+	err = w.runSessions(loopCtx)
 	w.stopping.Store(true)
 	stop()
 	<-tunerDone
