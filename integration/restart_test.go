@@ -24,10 +24,13 @@ func TestBrokerRestart(t *testing.T) {
 		rate       = 1000
 		partitions = 12
 	)
-	// The second stop is a SIGTERM too unless THROTTLER_RESTART_KILL=1:
-	// after a SIGKILLed kfake restarts, a worker's transaction end is
-	// answered PRODUCER_FENCED, which kgo cannot recover from, and the
-	// worker exits (an open problem; see the test's log).
+	// THROTTLER_RESTART_KILL=1 makes the second stop a SIGKILL. kfake then
+	// aborts the transactions that were open and fences their producers;
+	// the workers ride that out (they start new sessions), but kfake's
+	// recovery is not atomic across a transaction's partitions: in our
+	// runs some committed offsets survived while their outputs were
+	// aborted (ids lost, checkpoints ahead of the output). Not a bar of
+	// ours until the broker is real Kafka.
 	second := syscall.SIGTERM
 	if os.Getenv("THROTTLER_RESTART_KILL") == "1" {
 		second = syscall.SIGKILL
