@@ -143,16 +143,3 @@ func HeaderValue(r *kgo.Record, key string) (string, bool) {
 	}
 	return "", false
 }
-
-// cutDeadLetter cuts the value of a too-large record's dead letter to max
-// bytes and notes the original size (HeaderOriginalSize): the whole value
-// would not fit in a record of the dead-letter topic, and a record the
-// broker refuses would abort every transaction that retries it. The whole
-// record stays at its source position.
-func cutDeadLetter(out *kgo.Record, max int) {
-	if len(out.Value) <= max {
-		return
-	}
-	out.Headers = append(out.Headers, kgo.RecordHeader{Key: HeaderOriginalSize, Value: strconv.AppendInt(nil, int64(len(out.Value)), 10)})
-	out.Value = out.Value[:max]
-}

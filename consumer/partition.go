@@ -224,9 +224,7 @@ func (p *partition) deadLetter(e *Event) {
 	p.w.log.Debug().Str("source", p.source).Int64("offset", e.Record.Offset).
 		Str("stage", e.Err.Stage).Str("reason", string(e.Err.Reason)).Msg("dead letter")
 	out := outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false)
-	if e.Err.Reason == ReasonTooLarge {
-		cutDeadLetter(out, p.w.dec.cfg.maxBytes)
-	}
+	fitDeadLetter(out, len(e.Record.Headers), p.w.dec.cfg.maxBytes)
 	p.w.produceOutput(out)
 }
 

@@ -262,6 +262,9 @@ func DecodeStage(d *Decoder) Middleware {
 	return func(next Handler) Handler {
 		return func(e *Event) Outcome {
 			r := e.Record
+			if len(r.Key) > MaxKeyAndHeaderBytes || len(r.Headers) > 0 && keyAndHeadersSize(r) > MaxKeyAndHeaderBytes {
+				return e.DeadLetter(recErr(StageDecode, ReasonTooLarge, "", sprintf("key and headers take %d bytes, more than %d", keyAndHeadersSize(r), MaxKeyAndHeaderBytes)))
+			}
 			if n := len(d.ps.segs); cap(e.scan) < n {
 				e.scan = make([]span, n)
 			}

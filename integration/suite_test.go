@@ -25,10 +25,11 @@ import (
 
 // badKind is one kind of bad record: how it is made and where it must end.
 type badKind struct {
-	name   string
-	key    []byte // nil: no record key
-	value  []byte
-	reason consumer.Reason // expected throttler-reason on the dead letter
+	name    string
+	key     []byte // nil: no record key
+	value   []byte
+	reason  consumer.Reason // expected throttler-reason on the dead letter
+	headers []kgo.RecordHeader
 }
 
 // hugeValue is a JSON object larger than the decoder's maximum record size.
@@ -45,35 +46,40 @@ func badKinds(dupOf []byte) []badKind {
 	}
 	deep := strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100)
 	return []badKind{
-		{"not JSON", []byte("u1"), []byte("hello, world"), consumer.ReasonNotJSON},
-		{"truncated JSON", []byte("u1"), []byte(`{"id":"t1","campaign":"open","user":"u`), consumer.ReasonTruncated},
-		{"JSON array, not an object", []byte("u1"), []byte(`[1,2,3]`), consumer.ReasonNotObject},
-		{"bare NaN score (not JSON)", []byte("u1"), ev(`"id":"n0","score":NaN`), consumer.ReasonNotJSON},
-		{"score NaN as a string", []byte("u1"), ev(`"id":"n1","score":"NaN"`), consumer.ReasonScoreType},
-		{"score +Inf (1e999)", []byte("u1"), ev(`"id":"n2","score":1e999`), consumer.ReasonScoreNotFinite},
-		{"score -Inf (-1e999)", []byte("u1"), ev(`"id":"n3","score":-1e999`), consumer.ReasonScoreNotFinite},
-		{"negative score", []byte("u1"), ev(`"id":"n4","score":-0.5`), consumer.ReasonScoreNegative},
-		{"score of the wrong type (bool)", []byte("u1"), ev(`"id":"n5","score":true`), consumer.ReasonScoreType},
-		{"missing score", []byte("u1"), ev(`"id":"n6"`), consumer.ReasonMissingScore},
-		{"missing budget field", []byte("u1"), []byte(`{"id":"m1","user":"u1","score":1}`), consumer.ReasonMissingBudget},
-		{"null budget field", []byte("u1"), []byte(`{"id":"m2","campaign":null,"user":"u1","score":1}`), consumer.ReasonMissingBudget},
-		{"budget of the wrong type (number)", []byte("u1"), []byte(`{"id":"m3","campaign":42,"user":"u1","score":1}`), consumer.ReasonBudgetType},
-		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1}`), consumer.ReasonUnknownBudget},
-		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), consumer.ReasonTooLarge},
-		{"empty value", []byte("u1"), []byte{}, consumer.ReasonEmptyValue},
-		{"null value (tombstone)", []byte("u1"), nil, consumer.ReasonEmptyValue},
-		{"blank value", []byte("u1"), []byte(" \n\t "), consumer.ReasonEmptyValue},
-		{"null key where experiments need one", nil, []byte(`{"id":"k1","campaign":"open","user":null,"score":1}`), consumer.ReasonMissingKey},
-		{"key of the wrong type (object)", []byte("u1"), []byte(`{"id":"k2","campaign":"open","user":{"a":1},"score":1}`), consumer.ReasonKeyType},
-		{"invalid UTF-8", []byte("u1"), []byte("{\"id\":\"u8\",\"campaign\":\"open\",\"user\":\"\xff\xfe\",\"score\":1}"), consumer.ReasonInvalidUTF8},
-		{"deeply nested (100 levels)", []byte("u1"), []byte(`{"id":"d1","campaign":"open","user":"u1","score":1,"x":` + deep + `}`), consumer.ReasonTooDeep},
-		{"missing id", []byte("u1"), ev(`"score":1`), consumer.ReasonMissingID},
-		{"id of the wrong type (array)", []byte("u1"), ev(`"id":[1],"score":1`), consumer.ReasonIDType},
-		{"bad event time", []byte("u1"), []byte(`{"id":"t2","campaign":"open","user":"u1","ts":"yesterday","score":1}`), consumer.ReasonBadTime},
-		{"negative event time", []byte("u1"), []byte(`{"id":"t3","campaign":"open","user":"u1","ts":-5,"score":1}`), consumer.ReasonBadTime},
-		{"duplicate id", []byte("u7"), dupOf, consumer.ReasonDuplicateID},
-		{"no cap key (device) where a cap needs one", []byte("u1"), []byte(`{"id":"c1","campaign":"open","user":"u1","score":1,"cost":1,"ts":1795341600000}`), consumer.ReasonMissingCapKey},
-		{"cap quantity not a whole number", []byte("u1"), []byte(`{"id":"c2","campaign":"open","user":"u1","score":1,"device":"d","cost":1.5,"ts":1795341600000}`), consumer.ReasonCapQuantity},
+		{"not JSON", []byte("u1"), []byte("hello, world"), consumer.ReasonNotJSON, nil},
+		{"truncated JSON", []byte("u1"), []byte(`{"id":"t1","campaign":"open","user":"u`), consumer.ReasonTruncated, nil},
+		{"JSON array, not an object", []byte("u1"), []byte(`[1,2,3]`), consumer.ReasonNotObject, nil},
+		{"bare NaN score (not JSON)", []byte("u1"), ev(`"id":"n0","score":NaN`), consumer.ReasonNotJSON, nil},
+		{"score NaN as a string", []byte("u1"), ev(`"id":"n1","score":"NaN"`), consumer.ReasonScoreType, nil},
+		{"score +Inf (1e999)", []byte("u1"), ev(`"id":"n2","score":1e999`), consumer.ReasonScoreNotFinite, nil},
+		{"score -Inf (-1e999)", []byte("u1"), ev(`"id":"n3","score":-1e999`), consumer.ReasonScoreNotFinite, nil},
+		{"negative score", []byte("u1"), ev(`"id":"n4","score":-0.5`), consumer.ReasonScoreNegative, nil},
+		{"score of the wrong type (bool)", []byte("u1"), ev(`"id":"n5","score":true`), consumer.ReasonScoreType, nil},
+		{"missing score", []byte("u1"), ev(`"id":"n6"`), consumer.ReasonMissingScore, nil},
+		{"missing budget field", []byte("u1"), []byte(`{"id":"m1","user":"u1","score":1}`), consumer.ReasonMissingBudget, nil},
+		{"null budget field", []byte("u1"), []byte(`{"id":"m2","campaign":null,"user":"u1","score":1}`), consumer.ReasonMissingBudget, nil},
+		{"budget of the wrong type (number)", []byte("u1"), []byte(`{"id":"m3","campaign":42,"user":"u1","score":1}`), consumer.ReasonBudgetType, nil},
+		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1}`), consumer.ReasonUnknownBudget, nil},
+		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), consumer.ReasonTooLarge, nil},
+		{"empty value", []byte("u1"), []byte{}, consumer.ReasonEmptyValue, nil},
+		{"null value (tombstone)", []byte("u1"), nil, consumer.ReasonEmptyValue, nil},
+		{"blank value", []byte("u1"), []byte(" \n\t "), consumer.ReasonEmptyValue, nil},
+		{"null key where experiments need one", nil, []byte(`{"id":"k1","campaign":"open","user":null,"score":1}`), consumer.ReasonMissingKey, nil},
+		{"key of the wrong type (object)", []byte("u1"), []byte(`{"id":"k2","campaign":"open","user":{"a":1},"score":1}`), consumer.ReasonKeyType, nil},
+		{"invalid UTF-8", []byte("u1"), []byte("{\"id\":\"u8\",\"campaign\":\"open\",\"user\":\"\xff\xfe\",\"score\":1}"), consumer.ReasonInvalidUTF8, nil},
+		{"deeply nested (100 levels)", []byte("u1"), []byte(`{"id":"d1","campaign":"open","user":"u1","score":1,"x":` + deep + `}`), consumer.ReasonTooDeep, nil},
+		{"missing id", []byte("u1"), ev(`"score":1`), consumer.ReasonMissingID, nil},
+		{"id of the wrong type (array)", []byte("u1"), ev(`"id":[1],"score":1`), consumer.ReasonIDType, nil},
+		{"bad event time", []byte("u1"), []byte(`{"id":"t2","campaign":"open","user":"u1","ts":"yesterday","score":1}`), consumer.ReasonBadTime, nil},
+		{"negative event time", []byte("u1"), []byte(`{"id":"t3","campaign":"open","user":"u1","ts":-5,"score":1}`), consumer.ReasonBadTime, nil},
+		{"duplicate id", []byte("u7"), dupOf, consumer.ReasonDuplicateID, nil},
+		// Under the value limit, but over 1 MiB with its headers: its output
+		// would be refused by the producer and stall the worker.
+		{"990 KB value with 60 KB of headers", []byte("u1"), ev(`"id":"h1","score":1,"device":"d1","cost":1,"pad":"` + strings.Repeat("p", 990_000) + `"`), consumer.ReasonTooLarge,
+			[]kgo.RecordHeader{{Key: "trace", Value: []byte(strings.Repeat("t", 60_000))}}},
+		{"huge key (40 KB)", []byte(strings.Repeat("k", 40_000)), ev(`"id":"h2","score":1,"device":"d1","cost":1`), consumer.ReasonTooLarge, nil},
+		{"no cap key (device) where a cap needs one", []byte("u1"), []byte(`{"id":"c1","campaign":"open","user":"u1","score":1,"cost":1,"ts":1795341600000}`), consumer.ReasonMissingCapKey, nil},
+		{"cap quantity not a whole number", []byte("u1"), []byte(`{"id":"c2","campaign":"open","user":"u1","score":1,"device":"d","cost":1.5,"ts":1795341600000}`), consumer.ReasonCapQuantity, nil},
 	}
 }
 
@@ -145,11 +151,11 @@ http: {listen: "127.0.0.1:0"}
 	}
 	var recs []*kgo.Record
 	want := map[int]sent{}
-	add := func(key, value []byte, s sent) {
+	add := func(key, value []byte, s sent, extra ...kgo.RecordHeader) {
 		seq := len(recs)
 		want[seq] = s
 		recs = append(recs, &kgo.Record{Topic: events, Key: key, Value: value,
-			Headers: []kgo.RecordHeader{{Key: "suite-seq", Value: []byte(strconv.Itoa(seq))}}})
+			Headers: append([]kgo.RecordHeader{{Key: "suite-seq", Value: []byte(strconv.Itoa(seq))}}, extra...)})
 	}
 	good := func(i int) {
 		budget := "open"
@@ -159,14 +165,14 @@ http: {listen: "127.0.0.1:0"}
 		user := fmt.Sprintf("u%d", i%11)
 		add([]byte(user), fmt.Appendf(nil, `{"id":"g%d","campaign":%q,"user":%q,"device":"d%d","cost":1,"score":%d,"ts":1795341600000}`, i, budget, user, i%3, i%7), sent{budget: budget})
 	}
-	const goods = 300
 	first := []byte(`{"id":"g-dup","campaign":"open","user":"u7","device":"d1","cost":1,"score":1,"ts":1795341600000}`)
 	add([]byte("u7"), first, sent{budget: "open"})
 	kinds := badKinds(first)
+	goods := 10 * (len(kinds) + 1) // a bad record after every ten good ones
 	for i := range goods {
 		good(i)
 		if k := i / 10; i%10 == 5 && k < len(kinds) {
-			add(kinds[k].key, kinds[k].value, sent{bad: &kinds[k]})
+			add(kinds[k].key, kinds[k].value, sent{bad: &kinds[k]}, kinds[k].headers...)
 		}
 	}
 	if got := len(want) - goods - 1; got != len(kinds) {
@@ -235,14 +241,24 @@ http: {listen: "127.0.0.1:0"}
 	if counts["dlq"] != len(kinds) || counts["passed"]+counts["rejected"] != goods+1 {
 		t.Errorf("counts %v: want %d dead letters and %d outputs", counts, len(kinds), goods+1)
 	}
-	// The huge record's dead letter is cut to the maximum record size and
-	// says so; the whole record is still at its source offset.
-	for _, r := range where {
-		if reason, _ := consumer.HeaderValue(r, consumer.HeaderReason); reason == string(consumer.ReasonTooLarge) {
-			size, _ := consumer.HeaderValue(r, consumer.HeaderOriginalSize)
-			if len(r.Value) > consumer.DefaultMaxBytes || size != strconv.Itoa(len(hugeValue())) {
-				t.Errorf("too-large dead letter: %d bytes, %s=%q", len(r.Value), consumer.HeaderOriginalSize, size)
-			}
+	// A too-large record's dead letter is cut to fit (value to the
+	// maximum record size, key to 1 KiB, small source headers kept) and
+	// gives the source value's size; the whole record is still at its
+	// source offset.
+	for seq, r := range where {
+		s := want[seq]
+		if s.bad == nil || s.bad.reason != consumer.ReasonTooLarge {
+			continue
+		}
+		size, _ := consumer.HeaderValue(r, consumer.HeaderOriginalSize)
+		hdr := 0
+		for _, h := range r.Headers {
+			hdr += len(h.Key) + len(h.Value)
+		}
+		if len(r.Value) > consumer.DefaultMaxBytes || len(r.Key) > 1024 || hdr > consumer.MaxKeyAndHeaderBytes ||
+			size != strconv.Itoa(len(s.bad.value)) {
+			t.Errorf("%s: dead letter of %d+%d+%d bytes (value, key, headers), %s=%q", s.bad.name,
+				len(r.Value), len(r.Key), hdr, consumer.HeaderOriginalSize, size)
 		}
 	}
 	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"], counts["passed"]+counts["rejected"])
