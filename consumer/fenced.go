@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Session restarts after a fenced producer (see runSessions).
+// Session restarts after a failed session (see runSessions).
 const (
-	maxFencedRestarts  = 3
+	maxFencedRestarts  = 5
 	fencedRestartSpan  = 5 * time.Minute
 	fencedRestartPause = time.Second
 )
@@ -27,18 +27,21 @@ func producerFenced(err error) bool {
 		errors.Is(err, kerr.InvalidProducerIDMapping)
 }
 
-// runSessions runs the poll loop. When the session's producer is fenced,
-// it closes the session (leaving the group stops every partition, whose
-// uncommitted work the broker has aborted) and starts a new one with the
-// same transactional id, which takes the producer back: the new
-// assignment resumes from the committed checkpoints, as after a restart of
-// the process. More than maxFencedRestarts fences within fencedRestartSpan
-// are fatal: another live worker is likely using the same id.
+// runSessions runs the poll loop. When the session fails (its producer is
+// fenced, or its transaction could not be ended or its offsets committed:
+// the brokers were unreachable, say), it closes the session (leaving the
+// group stops every partition, whose uncommitted work the broker aborts)
+// and starts a new one with the same transactional id, which takes the
+// producer back: the new assignment resumes from the committed
+// checkpoints, as after a restart of the process. More than
+// maxFencedRestarts failures within fencedRestartSpan are fatal (fenced
+// each time: another live worker is likely using the same id).
 func (w *Worker) runSessions(ctx context.Context) error {
 	var recent []time.Time
 	for {
 		err := w.loop(ctx)
-		if err == nil || ctx.Err() != nil || !producerFenced(err) {
+		var se *sessionError
+		if err == nil || ctx.Err() != nil || !(producerFenced(err) || errors.As(err, &se)) {
 			return err
 		}
 		now := time.Now()
@@ -50,11 +53,11 @@ func (w *Worker) runSessions(ctx context.Context) error {
 		}
 		recent = append(kept, now)
 		if len(recent) > maxFencedRestarts {
-			return fmt.Errorf("%w (fenced %d times within %v: is another worker using transactional id %s?)",
+			return fmt.Errorf("%w (session failed %d times within %v; fenced: is another worker using transactional id %s?)",
 				err, len(recent), fencedRestartSpan, w.cfg.txnID)
 		}
 		w.log.Warn().Err(err).Str("transactional_id", w.cfg.txnID).
-			Msg("producer fenced (broker restarted or transaction timed out): starting a new session")
+			Msg("session failed (producer fenced, or brokers unreachable at its end): starting a new session")
 		if err := w.restartSession(ctx); err != nil {
 			return err
 		}

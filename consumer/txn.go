@@ -52,7 +52,12 @@ func (t txnSession) client() *kgo.Client { return t.s.Client() }
 func (t txnSession) poll(ctx context.Context, max int) kgo.Fetches {
 	return t.s.PollRecords(ctx, max)
 }
-func (t txnSession) begin() error { return t.s.Begin() }
+func (t txnSession) begin() error {
+	if err := t.s.Begin(); err != nil {
+		return &sessionError{err}
+	}
+	return nil
+}
 func (t txnSession) end(ctx context.Context, commit bool, held map[string]map[int32]kgo.EpochOffset) (bool, error) {
 	if held != nil {
 		ctx = kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
@@ -77,7 +82,7 @@ func (t txnSession) end(ctx context.Context, commit bool, held map[string]map[in
 	committed, err := t.s.End(ctx, kgo.TransactionEndTry(commit))
 	unblock.Stop()
 	if err != nil {
-		return false, fmt.Errorf("end transaction: %w", err)
+		return false, &sessionError{fmt.Errorf("end transaction: %w", err)}
 	}
 	return committed, nil
 }
@@ -101,10 +106,10 @@ func (p plainSession) poll(ctx context.Context, max int) kgo.Fetches {
 func (p plainSession) begin() error { return nil }
 func (p plainSession) end(ctx context.Context, commit bool, held map[string]map[int32]kgo.EpochOffset) (bool, error) {
 	if err := p.cl.Flush(ctx); err != nil {
-		return false, fmt.Errorf("flush: %w", err)
+		return false, &sessionError{fmt.Errorf("flush: %w", err)}
 	}
 	if !commit {
-		return false, errCannotAbort
+		return false, &sessionError{errCannotAbort}
 	}
 	doCommit := p.cl.CommitUncommittedOffsets
 	if held != nil {
@@ -120,7 +125,7 @@ func (p plainSession) end(ctx context.Context, commit bool, held map[string]map[
 			p.log.Warn().Err(err).Msg("offset commit refused by the group (rebalance or expired session); outputs kept, offsets committed later or by the next owner")
 			return true, nil
 		}
-		return false, fmt.Errorf("commit offsets: %w", err)
+		return false, &sessionError{fmt.Errorf("commit offsets: %w", err)}
 	}
 	return true, nil
 }
@@ -134,3 +139,12 @@ func groupMovedOn(err error) bool {
 }
 func (p plainSession) allowRebalance() { p.cl.AllowRebalance() }
 func (p plainSession) close()          { p.cl.Close() }
+
+// sessionError is a failure of the session itself, its client or its
+// transaction (the brokers unreachable when it ended, a fenced producer, a
+// flush that failed): the worker can carry on with a new session (see
+// Worker.runSessions).
+type sessionError struct{ err error }
+
+func (e *sessionError) Error() string { return e.err.Error() }
+func (e *sessionError) Unwrap() error { return e.err }
