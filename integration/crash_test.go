@@ -70,6 +70,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 90 s run across processes")
 	}
+	t.Parallel() // independent of the other long runs: its own broker
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x7e57))
 	const (

@@ -18,6 +18,7 @@ func TestBrokerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 60 s run across processes")
 	}
+	t.Parallel() // independent of the other long runs: its own broker
 	const (
 		target     = 8000
 		window     = 30 * time.Second

@@ -34,12 +34,13 @@ type statsSample struct {
 // deciding on local estimates: the passes made while it is down stay within
 // 1.1× of the ideal passes of that time, and the budget ends within 1.1× of
 // its target. After each restore every worker's estimate of the cluster's
-// passes comes back within the error it had before the trouble in at most
-// 3 sync intervals.
+// passes comes back, in at most 3 sync intervals, within 1% of the target
+// (or 1.5× the error it had before the trouble, if larger) of the truth.
 func TestStatsExchangeTrouble(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 60 s run")
 	}
+	t.Parallel() // independent of the other long runs: its own broker
 	const (
 		target     = 10000
 		window     = 40 * time.Second
@@ -197,7 +198,7 @@ http: {listen: "127.0.0.1:0"}
 	// The error band of healthy operation: the 5 s before the first
 	// trouble, once the window has run 2 s.
 	band := worstError(begin.Add(2*time.Second), begin.Add(troubles[0].from))
-	tol := max(1.5*band, 0.005*target)
+	tol := max(1.5*band, 0.01*target)
 	t.Logf("healthy: worst estimate error %.0f passes; tolerance after recovery %.0f (%.2f%% of target)", band, tol, 100*tol/target)
 	for _, tr := range troubles {
 		from, to := begin.Add(tr.from), begin.Add(tr.to)
@@ -218,6 +219,11 @@ http: {listen: "127.0.0.1:0"}
 		}
 		t.Logf("%s for %v: %.0f passes (ideal %.0f, %.3f×), worst estimate error %.0f; back within %.0f after %v",
 			tr.name, tr.to-tr.from, passed, want, passed/want, during, tol, back.Round(10*time.Millisecond))
+		var trail []string
+		for d := time.Duration(0); d < 4*time.Second; d += 500 * time.Millisecond {
+			trail = append(trail, fmt.Sprintf("+%.1fs %.0f", d.Seconds(), worstError(to.Add(d), to.Add(d+500*time.Millisecond))))
+		}
+		t.Logf("%s: worst estimate error after the restore, per half second: %v", tr.name, trail)
 		if passed > 1.1*want {
 			t.Errorf("%s: %.0f passes while the stats exchange was down, over 1.1× the ideal %.0f", tr.name, passed, want)
 		}
