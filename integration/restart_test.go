@@ -26,12 +26,13 @@ func TestBrokerRestart(t *testing.T) {
 		partitions = 12
 	)
 	// THROTTLER_RESTART_KILL=1 makes the second stop a SIGKILL. kfake then
-	// aborts the transactions that were open and fences their producers;
-	// the workers ride that out (they start new sessions), but kfake's
-	// recovery is not atomic across a transaction's partitions: in our
-	// runs some committed offsets survived while their outputs were
-	// aborted (ids lost, checkpoints ahead of the output). Not a bar of
-	// ours until the broker is real Kafka.
+	// aborts the transactions that were open, without abort markers, and
+	// fences their producers; the workers ride that out (they start new
+	// sessions), but the checks fail: ids are missing from a read_committed
+	// read of the outputs (also ids produced after the restart) and the
+	// checkpoints count a few more passes than the outputs hold. Whether
+	// kfake's recovery loses a transaction's atomicity or readers stop at
+	// the unmarked aborted records is not settled. Not run by default.
 	second := syscall.SIGTERM
 	if os.Getenv("THROTTLER_RESTART_KILL") == "1" {
 		second = syscall.SIGKILL
