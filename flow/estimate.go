@@ -102,11 +102,14 @@ func (c *Controller) estimate(t int64) estimate {
 		e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
 		passes := p.passRate * dt
 		// Peers run the same controller: their pass fraction since the
-		// report follows ours, which we know exactly.
-		if o0, p0 := c.hist.at(from); c.hist.oldest() <= from {
+		// report follows ours, which we know exactly. Reports older than
+		// our history (a long outage of the exchange) pass at their
+		// reported rate up to its start, then at our fraction.
+		if f0 := max(from, c.hist.oldest()); f0 < t {
+			o0, p0 := c.hist.at(f0)
 			o1, p1 := c.hist.at(t)
 			if o1-o0 >= 1 {
-				passes = p.offRate * dt * (p1 - p0) / (o1 - o0)
+				passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*(p1-p0)/(o1-o0)
 			}
 		}
 		e.passed += passes
