@@ -125,7 +125,7 @@ func recordID(r *kgo.Record) int {
 
 func testBudgetsFlow(now time.Time) []flow.Budget {
 	return []flow.Budget{
-		{Name: "a", Target: 3000, Begin: now.Add(-time.Minute), End: now.Add(time.Hour)},
+		{Name: "a", Target: 360000, Begin: now.Add(-time.Minute), End: now.Add(time.Hour)}, // ~100/s
 		{Name: "b", Target: 500, Period: time.Hour},
 	}
 }

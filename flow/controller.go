@@ -183,7 +183,12 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 	if c.b.Scored {
 		l.sk = newLaneSketch()
 	}
-	l.credit = 0.5
+	// Staggered, not 0.5 for every lane: lanes of even traffic would
+	// otherwise reach a whole credit (or a cold token) together, one pass
+	// per lane at once, which overspends a budget smaller than the number
+	// of lanes. The mean stays 0.5.
+	u := stagger(c.name, source)
+	l.credit = u
 	if r != nil {
 		l.since = r.Since.UnixNano()
 		l.offered.Store(r.Total.Offered)
@@ -212,9 +217,15 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 		c.params.Store(&prm)
 	}
 	// The cold bucket starts full: events of a first batch may all carry
-	// the same (or an earlier) instant than the opening.
-	_, burst := c.coldRate()
+	// the same (or an earlier) instant than the opening. A bucket of less
+	// than two tokens (a budget too small to pass an event per lane in two
+	// tune intervals) starts at the lane's stagger instead, so that the
+	// lanes' first passes spread out.
+	rate, burst := c.coldRate()
 	l.coldAt, l.coldTokens = t, burst
+	if 2*rate*c.cfg.tune.Seconds() < 1 {
+		l.coldTokens = u
+	}
 	return l
 }
 
@@ -313,4 +324,17 @@ func (c *Controller) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.snap
+}
+
+// stagger returns a fraction in [0, 1) fixed by the budget and source
+// names (FNV-1a), the first credit of a lane.
+func stagger(budget, source string) float64 {
+	h := uint64(14695981039346656037)
+	for _, s := range [2]string{budget, source} {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * 1099511628211
+		}
+		h = (h ^ 0xff) * 1099511628211
+	}
+	return float64(h>>11) / (1 << 53)
 }

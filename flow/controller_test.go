@@ -350,12 +350,16 @@ func TestColdStart(t *testing.T) {
 		tree.Tune(at(time.Duration(k) * 100 * time.Millisecond))
 	}
 	l := mustOpen(t, tree, "p0", at(2*time.Second)).Lane("c")
-	// a backlog of 10,000 events within 10 ms
-	if got := offer(l, at(2*time.Second), 10*time.Millisecond, 10000, 0); got < 1 || got > 2 {
+	// a backlog of 10,000 events within 10 ms, then 1,000 more over 1.5 s
+	// before the first tune: a token bucket at 1/s starting between 0 and 1
+	// token (the lane's stagger) passes 1 or 2.
+	got := offer(l, at(2*time.Second), 10*time.Millisecond, 10000, 0)
+	got += offer(l, at(2010*time.Millisecond), 1500*time.Millisecond, 1000, 0)
+	if got < 1 || got > 2 {
 		t.Fatalf("cold backlog: %d passed, want the 1-2 of a token bucket at 1/s", got)
 	}
 	// once tuned, the measured rate takes over: 10,000 events/s → p ≈ 1e-4
-	tree.Tune(at(2100 * time.Millisecond))
+	tree.Tune(at(3600 * time.Millisecond))
 	if s := tree.Controller("c").Snapshot(); s.ClusterRate < 1000 || s.WorkingPassRate <= 0 || s.WorkingPassRate > 0.01 {
 		t.Fatalf("after the first tune: rate %.0f, working pass rate %v", s.ClusterRate, s.WorkingPassRate)
 	}
@@ -405,5 +409,46 @@ func TestColdBatchBeforeOpen(t *testing.T) {
 	l := mustOpen(t, tree, "p0", at(time.Second)).Lane("c")
 	if got := offer(l, t0, 0, 1000, 0); got != 1000 {
 		t.Fatalf("%d of 1000 passed, want all (the budget has room for ~280,000 a second)", got)
+	}
+}
+
+// A budget smaller than its node's lane count must not pass one event per
+// lane: the lanes' first credits and cold tokens are staggered, so their
+// passes spread out over the ideal course instead of coming all at once.
+func TestTinyBudgetManyLanes(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		target float64
+	}{{"one per hour", 1}, {"five per hour", 5}} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := mustTree(t, []Budget{{Name: "c", Target: c.target, Period: time.Hour}})
+			var lanes []*Lane
+			for i := 0; i < 12; i++ {
+				lanes = append(lanes, mustOpen(t, tree, "events/"+string(rune('a'+i)), t0).Lane("c"))
+			}
+			// 12 lanes at 100 events/s each for the whole hour; tune every 100 ms.
+			passed := 0
+			var firstMinute int
+			for k := 0; k < 36000; k++ {
+				now := at(time.Duration(k) * 100 * time.Millisecond)
+				tree.Tune(now)
+				for _, l := range lanes {
+					passed += offer(l, now, 100*time.Millisecond, 10, 0)
+				}
+				if k == 599 {
+					firstMinute = passed
+				}
+			}
+			t.Logf("%d passed in the hour, %d in the first minute", passed, firstMinute)
+			if passed > int(c.target) {
+				t.Errorf("%d passed in the hour, target %v", passed, c.target)
+			}
+			if passed < int(c.target)-1 {
+				t.Errorf("%d passed in the hour, target %v: too few", passed, c.target)
+			}
+			if firstMinute > 1 {
+				t.Errorf("%d passed in the first minute; the ideal is %.2f", firstMinute, c.target/60)
+			}
+		})
 	}
 }

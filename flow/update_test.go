@@ -178,10 +178,20 @@ func TestUpdateParent(t *testing.T) {
 	tight := Budget{Name: "tight", Target: 1, Period: time.Hour}
 	child := Budget{Name: "child", Target: 1e6, Period: time.Second}
 	tree := mustTree(t, []Budget{free, tight, child})
-	src := mustOpen(t, tree, "p", t0)
-	tight2 := src.Lane("tight")
-	if !tight2.Decide(t0, 0).Pass { // spends tight's one pass
-		t.Fatal("tight: first event refused")
+	// tight's one pass of this hour is spent already (restored).
+	hour := t0.UnixNano() / int64(time.Hour)
+	spent := Counters{Offered: 1, Passed: 1}
+	src, err := tree.Open("p", t0, func(b string) (Report, bool) {
+		if b != "tight" {
+			return Report{}, false
+		}
+		return Report{Budget: b, Source: "p", At: t0, Since: t0, Total: spent, Period: hour, InPeriod: spent}, true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := src.Lane("tight").Decide(t0, 0); v.Pass {
+		t.Fatal("tight: a second pass in the hour")
 	}
 	tree.Tune(at(100 * time.Millisecond))
 	if v := src.Lane("child").Decide(at(100*time.Millisecond), 0); !v.Pass {
