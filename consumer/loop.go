@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -143,6 +144,13 @@ func (w *Worker) commit() error {
 		w.log.Warn().Err(*perr).Int64("failed", w.produceErrs.Load()).Msg("produce failed; transaction aborted")
 		w.produceErrs.Store(0)
 		w.produceErr.Store(nil)
+		if err == nil {
+			if gerr := w.giveUp(*perr, w.cfg.now()); gerr != nil {
+				return gerr
+			}
+		}
+	} else if err == nil && committed && len(touched) > 0 { // records went through
+		w.aborts = 0
 	}
 	if err != nil {
 		return err
@@ -194,4 +202,29 @@ func (w *Worker) rollback(touched []*partition, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// A produce error that kgo returns has outlived its retries: the broker
+// refuses the record for good (too large, not authorized, no such topic).
+// Retrying the same records aborts every transaction, so a worker whose
+// produces failed in giveUpAborts transactions in a row over at least
+// giveUpAfter stops with the error instead of looping. Nothing is lost:
+// no offset of those records was committed.
+const (
+	giveUpAborts = 10
+	giveUpAfter  = 10 * time.Second
+)
+
+// giveUp counts a transaction aborted for perr and returns a fatal error
+// once the aborts in a row pass both bounds.
+func (w *Worker) giveUp(perr error, now time.Time) error {
+	if w.aborts == 0 {
+		w.abortsSince = now
+	}
+	w.aborts++
+	if w.aborts < giveUpAborts || now.Sub(w.abortsSince) < giveUpAfter {
+		return nil
+	}
+	return fmt.Errorf("producing failed in %d transactions in a row over %v, giving up (the records are not committed and will be read again after a restart): %w",
+		w.aborts, now.Sub(w.abortsSince).Round(time.Second), perr)
 }

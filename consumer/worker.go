@@ -92,6 +92,10 @@ type Worker struct {
 	onOutput    func(*kgo.Record, error) // onProduced, then back to the pool
 	produceErrs atomic.Int64
 	produceErr  atomic.Pointer[error]
+	// aborts counts the transactions aborted in a row for failed produces,
+	// since abortsSince (poll loop only; see giveUp).
+	aborts      int
+	abortsSince time.Time
 	fatal       atomic.Pointer[error]
 	stop        context.CancelFunc // cancels Run's loop on a fatal error
 
