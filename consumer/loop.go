@@ -149,8 +149,6 @@ func (w *Worker) commit() error {
 				return gerr
 			}
 		}
-	} else if err == nil && committed && len(touched) > 0 { // records went through
-		w.aborts = 0
 	}
 	if err != nil {
 		return err
@@ -207,9 +205,12 @@ func (w *Worker) rollback(touched []*partition, now time.Time) error {
 // A produce error that kgo returns has outlived its retries: the broker
 // refuses the record for good (too large, not authorized, no such topic).
 // Retrying the same records aborts every transaction, so a worker whose
-// produces failed in giveUpAborts transactions in a row over at least
-// giveUpAfter stops with the error instead of looping. Nothing is lost:
-// no offset of those records was committed.
+// transactions keep aborting for failed produces — at least giveUpAborts
+// of them over at least giveUpAfter, with no pause of giveUpAfter between
+// two — stops with the error instead of looping. Transactions that commit
+// meanwhile (partitions without a refused record) do not reset the count:
+// the partition that holds the refused record cannot move on. Nothing is
+// lost: no offset of a refused record was committed.
 const (
 	giveUpAborts = 10
 	giveUpAfter  = 10 * time.Second
@@ -218,13 +219,14 @@ const (
 // giveUp counts a transaction aborted for perr and returns a fatal error
 // once the aborts in a row pass both bounds.
 func (w *Worker) giveUp(perr error, now time.Time) error {
-	if w.aborts == 0 {
-		w.abortsSince = now
+	if w.aborts == 0 || now.Sub(w.lastAbort) > giveUpAfter {
+		w.aborts, w.abortsSince = 0, now
 	}
 	w.aborts++
+	w.lastAbort = now
 	if w.aborts < giveUpAborts || now.Sub(w.abortsSince) < giveUpAfter {
 		return nil
 	}
-	return fmt.Errorf("producing failed in %d transactions in a row over %v, giving up (the records are not committed and will be read again after a restart): %w",
+	return fmt.Errorf("producing failed in %d aborted transactions over %v, giving up (the records are not committed and will be read again after a restart): %w",
 		w.aborts, now.Sub(w.abortsSince).Round(time.Second), perr)
 }

@@ -92,12 +92,12 @@ type Worker struct {
 	onOutput    func(*kgo.Record, error) // onProduced, then back to the pool
 	produceErrs atomic.Int64
 	produceErr  atomic.Pointer[error]
-	// aborts counts the transactions aborted in a row for failed produces,
-	// since abortsSince (poll loop only; see giveUp).
-	aborts      int
-	abortsSince time.Time
-	fatal       atomic.Pointer[error]
-	stop        context.CancelFunc // cancels Run's loop on a fatal error
+	// aborts counts the transactions aborted for failed produces since
+	// abortsSince, the last at lastAbort (poll loop only; see giveUp).
+	aborts                 int
+	abortsSince, lastAbort time.Time
+	fatal                  atomic.Pointer[error]
+	stop                   context.CancelFunc // cancels Run's loop on a fatal error
 
 	running, joined, stopping atomic.Bool
 	ran                       atomic.Bool
