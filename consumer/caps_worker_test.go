@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -36,11 +35,7 @@ func (env *testEnv) startCapWorker(t *testing.T, name string) *runningWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
-	go func() { rw.done <- w.Run(ctx) }()
-	t.Cleanup(func() { rw.stop(t) })
-	return rw
+	return runWorker(t, w)
 }
 
 // TestCapsSurviveRestart: a second worker of the group continues from the

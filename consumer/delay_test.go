@@ -41,11 +41,7 @@ func (env *testEnv) startDelayWorker(t *testing.T, name string, opts ...Opt) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
-	go func() { rw.done <- w.Run(ctx) }()
-	t.Cleanup(func() { rw.stop(t) })
-	return rw
+	return runWorker(t, w)
 }
 
 // owned returns the input partitions a worker owns.

@@ -76,11 +76,7 @@ func (env *testEnv) startExperimentWorker(t *testing.T, name string, budgets []f
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
-	go func() { rw.done <- w.Run(ctx) }()
-	t.Cleanup(func() { rw.stop(t) })
-	return rw
+	return runWorker(t, w)
 }
 
 // assignmentsOf returns the layer/experiment/variant of each assignment

@@ -182,6 +182,11 @@ func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker
 	if hook != nil {
 		hook(w)
 	}
+	return runWorker(t, w)
+}
+
+// runWorker runs w until the test ends (or stop).
+func runWorker(t *testing.T, w *Worker) *runningWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	rw := &runningWorker{w: w, cancel: cancel, done: make(chan error, 1)}
 	go func() { rw.done <- w.Run(ctx) }()
