@@ -3,6 +3,8 @@ package splitter
 import (
 	"strings"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The values in this file were computed once, with the reference xxHash
@@ -129,6 +131,65 @@ func TestGoldenVariantBuckets(t *testing.T) {
 		if want := "v" + itoa(g.bucket/100); len(as) != 1 || as[0].Variant != want {
 			t.Errorf("Assign(salt %q, experiment %q, key %q) = %+v, want variant %s",
 				g.salt, g.experiment, g.key, as, want)
+		}
+	}
+}
+
+// cespareXXH64 is XXH64 through github.com/cespare/xxhash/v2, the reference
+// implementation this package's own is checked against.
+func cespareXXH64(b []byte, seed uint64) uint64 {
+	var d xxhash.Digest
+	d.ResetWithSeed(seed)
+	d.Write(b)
+	return d.Sum64()
+}
+
+// FuzzXXH64MatchesCespare is the differential test of xxh64 against
+// cespare/xxhash: every length class (lanes of 1, 4, 8 and 32 bytes) with
+// any seed. The seed corpus holds the golden vectors' inputs.
+func FuzzXXH64MatchesCespare(f *testing.F) {
+	f.Add([]byte(""), uint64(0))
+	f.Add([]byte("abcdefghijklm"), uint64(1))
+	f.Add([]byte(strings.Repeat("0123456789", 10)), uint64(0x9e3779b97f4a7c15))
+	f.Add([]byte(longKey), uint64(1<<63))
+	f.Fuzz(func(t *testing.T, b []byte, seed uint64) {
+		if got, want := xxh64(b, seed), cespareXXH64(b, seed); got != want {
+			t.Fatalf("xxh64(%q, %#x) = %#016x, cespare/xxhash gives %#016x", b, seed, got, want)
+		}
+	})
+}
+
+// TestXXH64VectorsThroughCespare runs the golden vectors through
+// cespare/xxhash too, so that a wrong vector cannot hide behind a matching
+// bug in xxh64.
+func TestXXH64VectorsThroughCespare(t *testing.T) {
+	for _, g := range goldenBuckets {
+		if got, want := int(cespareXXH64([]byte(g.key), cespareXXH64([]byte(g.salt), 0))%Buckets), g.bucket; got != want {
+			t.Errorf("cespare: bucket(salt %q, key %q) = %d, want %d", g.salt, g.key, got, want)
+		}
+	}
+}
+
+// BenchmarkXXH64 compares this package's one-shot XXH64 with the seeded
+// Digest of cespare/xxhash (the reason hash.go keeps its own).
+func BenchmarkXXH64(b *testing.B) {
+	for _, k := range []string{"user-000000007919", "7f3c9a10-5b2e-4d8e-9c61-2a9b0f4e7d13"} {
+		key := []byte(k)
+		var sink uint64
+		b.Run("splitter/len="+itoa(len(k)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink += xxh64(key, 0x9e3779b97f4a7c15)
+			}
+		})
+		b.Run("cespare/len="+itoa(len(k)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink += cespareXXH64(key, 0x9e3779b97f4a7c15)
+			}
+		})
+		if sink == 1 {
+			b.Log(sink)
 		}
 	}
 }
