@@ -13,6 +13,7 @@ require (
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kadm v1.19.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
+	github.com/twmb/murmur3 v1.2.2
 	golang.org/x/time v0.16.0
 	gopkg.in/yaml.v3 v3.0.1
 )

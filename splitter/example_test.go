@@ -35,7 +35,7 @@ func Example() {
 		}
 		fmt.Printf("%s -> %s", key, topic)
 		for _, a := range dst {
-			fmt.Printf(" [%s/%s/%s bucket %d]", a.Layer, a.Experiment, a.Variant, a.Bucket)
+			fmt.Printf(" [%s/%s/%s bucket %v]", a.Layer, a.Experiment, a.Variant, a.Bucket)
 		}
 		fmt.Println()
 	}

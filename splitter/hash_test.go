@@ -105,7 +105,7 @@ func TestGoldenBuckets(t *testing.T) {
 			{Name: "e", Allocation: 100, Variants: []Variant{{Name: "v", Weight: 1, Topic: "t"}}},
 		}}})
 		as := s.Assign([]byte(g.key), nil)
-		if len(as) != 1 || as[0].Bucket != g.bucket {
+		if len(as) != 1 || as[0].Bucket != float64(g.bucket) {
 			t.Errorf("Assign(salt %q, key %q) = %+v, want bucket %d", g.salt, g.key, as, g.bucket)
 		}
 	}

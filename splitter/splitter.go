@@ -10,21 +10,32 @@ type Splitter struct {
 }
 
 type layer struct {
-	name        string
-	seed        uint64       // layerSeed(salt)
-	experiments []experiment // sorted by start; ranges are disjoint
+	name   string
+	scheme string // one of Schemes
+	seed   uint64 // throttler: layerSeed(salt)
+	salt   []byte // statsig: the layer salt of the experiments' segments
+	// experiments: throttler, sorted by start, ranges disjoint; vendor
+	// schemes, in configuration order, exclusive by the vendor's rules.
+	experiments []experiment
 }
 
 type experiment struct {
 	name       string
-	start, end int    // owns layer buckets [start, end)
-	seed       uint64 // experimentSeed(layer seed, name)
+	start, end int    // throttler: owns layer buckets [start, end)
+	seed       uint64 // throttler: experimentSeed(layer seed, name)
 	variants   []variant
+	vendor     *vendorExperiment // nil in the throttler scheme
 }
 
 type variant struct {
 	name, topic string
-	end         int // owns variant buckets [previous end, end)
+	// end closes the variant's range: throttler, its variant buckets
+	// [previous end, end); optimizely, its end of range in buckets;
+	// statsig, its user bucket threshold; unleash, its cumulative weight.
+	end int
+	gb  growthBookRange // growthbook: its range of hashes
+	// share is the fraction of the experiment's keys it receives.
+	share float64
 }
 
 // Assignment places a key in a variant of an experiment of a layer. Its
@@ -34,10 +45,16 @@ type Assignment struct {
 	Experiment string
 	Variant    string
 	Topic      string // the variant's topic
-	// Bucket is the key's bucket in the layer, in [0, Buckets): the one
-	// that put it in the experiment. It is the same for every experiment
-	// of the layer and survives any change of allocations.
-	Bucket int
+	// Scheme is the experiment's hash scheme, one of Schemes.
+	Scheme string
+	// Bucket is the scheme's raw value for the key, the one that put it in
+	// the variant: throttler, the key's bucket in the layer, 0 to 9999
+	// (the same for every experiment of the layer, and it survives any
+	// change of allocations); growthbook, GrowthBook's hash in [0, 1);
+	// optimizely, Optimizely's bucket, 0 to 9999; statsig, the user bucket
+	// of the experiment's salt, 0 to 999; unleash, the variant value, 1 to
+	// the total weight.
+	Bucket float64
 }
 
 // New validates layers and returns a Splitter for them. If the layers are
@@ -48,12 +65,17 @@ func New(layers []Layer) (*Splitter, error) {
 		return nil, ps
 	}
 	s := &Splitter{layers: make([]layer, len(layers))}
-	for i, l := range layers {
+	for i := range layers {
+		l := &layers[i]
+		if scheme := schemeOf(&l.Experiments[0]); scheme != SchemeThrottler {
+			s.layers[i] = newVendorLayer(l, scheme)
+			continue
+		}
 		salt := l.Salt
 		if salt == "" {
 			salt = l.Name
 		}
-		cl := layer{name: l.Name, seed: layerSeed(salt)}
+		cl := layer{name: l.Name, scheme: SchemeThrottler, seed: layerSeed(salt)}
 		for _, e := range l.Experiments {
 			start, _ := toBuckets(e.Start)
 			alloc, _ := toBuckets(e.Allocation)
@@ -65,8 +87,10 @@ func New(layers []Layer) (*Splitter, error) {
 				variants: make([]variant, len(e.Variants)),
 			}
 			ends, _ := variantEnds(e.Variants, make([]int, 0, len(e.Variants)))
+			prev := 0
 			for k, v := range e.Variants {
-				ce.variants[k] = variant{name: v.Name, topic: v.Topic, end: ends[k]}
+				ce.variants[k] = variant{name: v.Name, topic: v.Topic, end: ends[k], share: float64(ends[k]-prev) / Buckets}
+				prev = ends[k]
 			}
 			cl.experiments = insertSorted(cl.experiments, ce)
 		}
@@ -100,21 +124,44 @@ func insertSorted(es []experiment, e experiment) []experiment {
 func (s *Splitter) Assign(key []byte, dst []Assignment) []Assignment {
 	for i := range s.layers {
 		l := &s.layers[i]
-		b := bucketOf(key, l.seed)
-		e := l.find(b)
+		e, v, b, _ := l.place(key)
 		if e == nil {
 			continue
 		}
-		v := e.pick(bucketOf(key, e.seed))
 		dst = append(dst, Assignment{
 			Layer:      l.name,
 			Experiment: e.name,
 			Variant:    v.name,
 			Topic:      v.topic,
+			Scheme:     l.scheme,
 			Bucket:     b,
 		})
 	}
 	return dst
+}
+
+// place returns the experiment and variant of the layer that hold key (nil
+// when none does) and the scheme's raw bucket for the key, ok false when
+// there is none to report (see Placement).
+func (l *layer) place(key []byte) (e *experiment, v *variant, bucket float64, ok bool) {
+	if l.scheme == SchemeThrottler {
+		b := bucketOf(key, l.seed)
+		if e = l.find(b); e == nil {
+			return nil, nil, float64(b), true
+		}
+		return e, e.pick(bucketOf(key, e.seed)), float64(b), true
+	}
+	for i := range l.experiments {
+		e = &l.experiments[i]
+		k, b, ok := e.vendorPlace(l, key)
+		if k >= 0 {
+			return e, &e.variants[k], b, ok
+		}
+		if len(l.experiments) == 1 {
+			return nil, nil, b, ok
+		}
+	}
+	return nil, nil, 0, false
 }
 
 // find returns the experiment whose range holds bucket b, or nil.

@@ -89,8 +89,8 @@ func TestExperimentRangeEdges(t *testing.T) {
 		var got string
 		if as := s.Assign(buf, nil); len(as) == 1 {
 			got = as[0].Experiment
-			if as[0].Bucket != b {
-				t.Errorf("key %s: Bucket = %d, want %d", buf, as[0].Bucket, b)
+			if as[0].Bucket != float64(b) {
+				t.Errorf("key %s: Bucket = %v, want %d", buf, as[0].Bucket, b)
 			}
 		}
 		if got != exp {
@@ -443,7 +443,7 @@ func FuzzAssign(f *testing.F) {
 			case "y":
 				lo, hi = 5000, 8000
 			}
-			if a.Bucket < lo || a.Bucket >= hi || a.Topic != a.Experiment+"-"+a.Variant {
+			if a.Bucket < float64(lo) || a.Bucket >= float64(hi) || a.Topic != a.Experiment+"-"+a.Variant {
 				t.Fatalf("Assign(%q) = %v", key, as)
 			}
 		}

@@ -72,6 +72,13 @@ func (v *validator) layer(p string, l *Layer) {
 		v.add(p+".experiments", "must have at least one experiment")
 		return
 	}
+	switch scheme, ok := v.schemes(p, l); {
+	case !ok:
+		return
+	case scheme != SchemeThrottler:
+		v.vendorLayer(p, l, scheme)
+		return
+	}
 	names := make(map[string]int, len(l.Experiments))
 	var spans []span
 	total := 0
@@ -98,6 +105,7 @@ func (v *validator) layer(p string, l *Layer) {
 		if okAlloc {
 			total += alloc
 		}
+		v.unusedParams(ep, e, SchemeThrottler)
 		if okAlloc && okStart {
 			if start+alloc > Buckets {
 				v.add(ep, fmt.Sprintf("start %s%% + allocation %s%% ends at %s%%, past the end of the layer (100%%)",
@@ -106,7 +114,7 @@ func (v *validator) layer(p string, l *Layer) {
 				spans = append(spans, span{index: j, start: start, end: start + alloc})
 			}
 		}
-		v.variants(ep, e.Variants)
+		v.variants(ep, e.Variants, SchemeThrottler, 0)
 	}
 	// Every pair, so that each overlap is reported once, on the later
 	// experiment of the pair.
@@ -125,7 +133,10 @@ func (v *validator) layer(p string, l *Layer) {
 	}
 }
 
-func (v *validator) variants(ep string, vs []Variant) {
+// variants checks the variants of an experiment of a scheme: names, topics
+// and weights (positive and finite, then as the scheme wants them; start is
+// the experiment's Start in buckets, for optimizely).
+func (v *validator) variants(ep string, vs []Variant, scheme string, start int) {
 	if len(vs) == 0 {
 		v.add(ep+".variants", "must have at least one variant")
 		return
@@ -145,6 +156,10 @@ func (v *validator) variants(ep string, vs []Variant) {
 		}
 	}
 	if !weightsOK {
+		return
+	}
+	if scheme != SchemeThrottler {
+		v.vendorWeights(ep, vs, scheme, start)
 		return
 	}
 	ends, sum := variantEnds(vs, nil)
