@@ -20,19 +20,20 @@ import (
 // half-open; weights that do not sum to 0.99..1.01 are replaced by an equal
 // split. A key whose hash is in no range is not in the experiment.
 //
-// Strings reach FNV-1a as UTF-8 bytes (the Go SDK, hash/fnv) or, with
-// JSStrings, as UTF-16 code units (the JavaScript SDK XORs charCodeAt(i)
-// into the hash). They agree on ASCII.
+// Strings reach FNV-1a as UTF-16 code units (the specification since
+// 0.12.0: the JavaScript SDK XORs charCodeAt(i) into the hash, the Go SDK
+// does the same since v0.7.0) or, with EncodingUTF8, as UTF-8 bytes (the
+// Go SDK before v0.7.0, hash/fnv). They agree on ASCII.
 
 const (
 	fnvOffset32 uint32 = 0x811c9dc5
 	fnvPrime32  uint32 = 16777619
 )
 
-// fnvAdd continues the FNV-1a hash h over b: its bytes, or with js its
+// fnvAdd continues the FNV-1a hash h over b: its bytes, or with u16 its
 // UTF-16 code units (b decoded as UTF-8, U+FFFD for each invalid byte).
-func fnvAdd(h uint32, b []byte, js bool) uint32 {
-	if !js {
+func fnvAdd(h uint32, b []byte, u16 bool) uint32 {
+	if !u16 {
 		for _, c := range b {
 			h = (h ^ uint32(c)) * fnvPrime32
 		}
@@ -53,13 +54,13 @@ func fnvAdd(h uint32, b []byte, js bool) uint32 {
 
 // growthBookHash is GrowthBook's hash(seed, key, version) in [0, 1); false
 // for a version the SDK does not know (it then assigns nothing).
-func growthBookHash(seed, key []byte, version int, js bool) (float64, bool) {
+func growthBookHash(seed, key []byte, version int, u16 bool) (float64, bool) {
 	switch version {
 	case 0, 1:
-		h := fnvAdd(fnvAdd(fnvOffset32, key, js), seed, js)
+		h := fnvAdd(fnvAdd(fnvOffset32, key, u16), seed, u16)
 		return float64(h%1000) / 1000, true
 	case 2:
-		inner := fnvAdd(fnvAdd(fnvOffset32, seed, js), key, js)
+		inner := fnvAdd(fnvAdd(fnvOffset32, seed, u16), key, u16)
 		var digits [10]byte
 		h := fnvAdd(fnvOffset32, strconv.AppendUint(digits[:0], uint64(inner), 10), false)
 		return float64(h%10000) / 10000, true
@@ -93,7 +94,11 @@ func growthBookRanges(n int, coverage float64, weights []float64) []growthBookRa
 	for i, w := range weights {
 		start := cum
 		cum += w
-		out[i] = growthBookRange{start, start + coverage*w}
+		// The conversion rounds the product, so that no platform fuses
+		// the multiply and the add (FMA) into one rounding the
+		// JavaScript SDK does not do: range ends must match it bit for
+		// bit, as the "range end includes the user" cases check.
+		out[i] = growthBookRange{start, start + float64(coverage*w)}
 	}
 	return out
 }
@@ -110,8 +115,8 @@ func growthBookChoose(h float64, ranges []growthBookRange) int {
 }
 
 // growthBookInNamespace is GrowthBook's inNamespace(key, [id, start, end]).
-func growthBookInNamespace(key []byte, ns *namespace, js bool) bool {
-	h, _ := growthBookHash(ns.seed, key, 1, js)
+func growthBookInNamespace(key []byte, ns *namespace, u16 bool) bool {
+	h, _ := growthBookHash(ns.seed, key, 1, u16)
 	return h >= ns.start && h < ns.end
 }
 

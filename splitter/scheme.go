@@ -62,13 +62,31 @@ type VendorParams struct {
 	// RolloutGroupID is the groupId of Unleash's rollout strategy. Default
 	// Seed (Unleash's default too: the feature name). Unleash only.
 	RolloutGroupID string `yaml:"rollout_group_id,omitempty"`
-	// JSStrings hashes the key and the seeds as the vendor's JavaScript
-	// SDK sees them, UTF-16 code units, rather than as their UTF-8 bytes
-	// like the vendor's Go SDK. The two agree on ASCII and differ on
-	// other characters: GrowthBook's JavaScript SDK feeds each whole UTF-16
-	// code unit to FNV-1a, Unleash's Node SDK (murmurhash3js) the low byte
-	// of each. A key that is not valid UTF-8 is read as JavaScript would
-	// decode it, with U+FFFD for each bad byte. GrowthBook and Unleash
-	// only: Optimizely's and Statsig's SDKs hash UTF-8 in every language.
-	JSStrings bool `yaml:"js_strings,omitempty"`
+	// StringEncoding is how the key and the seeds become hash input, where
+	// a vendor's SDKs disagree; they agree on ASCII. EncodingUTF16 hashes
+	// UTF-16 code units: GrowthBook's specification (0.12.0), JavaScript
+	// SDK and Go SDK from v0.7.0 feed each whole unit to FNV-1a, Unleash's
+	// Node SDK (murmurhash3js) the low byte of each. EncodingUTF8 hashes
+	// the UTF-8 bytes: GrowthBook's Go SDK before v0.7.0, Unleash's Go,
+	// Java, Python and Rust SDKs. Default: utf16 for growthbook, utf8 for
+	// unleash. With utf16 a key that is not valid UTF-8 is decoded as
+	// JavaScript's TextDecoder would, U+FFFD for each bad byte. GrowthBook
+	// and Unleash only: Optimizely's and Statsig's SDKs hash UTF-8 in
+	// every language.
+	StringEncoding string `yaml:"string_encoding,omitempty"`
+}
+
+// String encodings (VendorParams.StringEncoding).
+const (
+	EncodingUTF8  = "utf8"
+	EncodingUTF16 = "utf16"
+)
+
+// utf16Strings reports whether an experiment of a scheme hashes strings as
+// UTF-16 code units, by its StringEncoding or the scheme's default.
+func utf16Strings(scheme, encoding string) bool {
+	if encoding == "" {
+		return scheme == SchemeGrowthBook
+	}
+	return encoding == EncodingUTF16
 }

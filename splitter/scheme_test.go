@@ -26,7 +26,7 @@ func vendorLayers() []Layer {
 		return e
 	}
 	un := Experiment{Name: "flag", Hash: SchemeUnleash, Variants: variants("flag", 33, 33, 34)}
-	un.Rollout, un.JSStrings = f64(55), true
+	un.Rollout, un.StringEncoding = f64(55), EncodingUTF16
 	return []Layer{
 		{Name: "gb", Experiments: []Experiment{gb("gb-a", 0, 0.4), gb("gb-b", 0.4, 1)}},
 		{Name: "opt", Experiments: []Experiment{opt}},
@@ -115,7 +115,8 @@ func TestVendorValidation(t *testing.T) {
 		{"unleash weight", mod(func(ls []Layer) { ls[3].Experiments[0].Variants[0].Weight = 1.5 }), "layers[3].experiments[0].variants[0].weight", "whole number"},
 		{"unleash rollout", mod(func(ls []Layer) { ls[3].Experiments[0].Rollout = f64(101) }), "layers[3].experiments[0].rollout", "from 0 to 100, got 101"},
 		{"unused layer salt", mod(func(ls []Layer) { ls[3].Salt = "s" }), "layers[3].salt", "not used by the unleash hash scheme"},
-		{"js strings on optimizely", mod(func(ls []Layer) { ls[1].Experiments[0].JSStrings = true }), "layers[1].experiments[0].js_strings", "only by growthbook, unleash"},
+		{"string encoding on optimizely", mod(func(ls []Layer) { ls[1].Experiments[0].StringEncoding = EncodingUTF8 }), "layers[1].experiments[0].string_encoding", "only by growthbook, unleash"},
+		{"string encoding", mod(func(ls []Layer) { ls[3].Experiments[0].StringEncoding = "latin1" }), "layers[3].experiments[0].string_encoding", `must be "utf8" or "utf16", got "latin1"`},
 	}
 	for _, tc := range cases {
 		ps := Validate(tc.layers)
@@ -133,7 +134,8 @@ func TestVendorValidation(t *testing.T) {
 // with the JavaScript string variants too.
 func TestVendorAssignDoesNotAllocate(t *testing.T) {
 	ls := vendorLayers()
-	ls[0].Experiments[0].JSStrings, ls[0].Experiments[1].JSStrings = true, true
+	ls[0].Experiments[0].StringEncoding, ls[0].Experiments[1].StringEncoding = EncodingUTF8, EncodingUTF8
+	ls[3].Experiments[0].StringEncoding = EncodingUTF8
 	for _, layers := range [][]Layer{vendorLayers(), ls} {
 		s := mustNew(t, layers)
 		key := []byte("user-ü-42-7f3c9a10-5b2e-4d8e-9c61")
@@ -151,19 +153,20 @@ func TestVendorAssignDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestJSStrings checks that the JavaScript string option changes nothing
-// for ASCII and something for other keys.
-func TestJSStrings(t *testing.T) {
+// TestStringEncodings checks that the string encoding changes nothing for
+// ASCII keys and something for others, in both schemes that have one.
+func TestStringEncodings(t *testing.T) {
 	for _, scheme := range []string{SchemeGrowthBook, SchemeUnleash} {
-		e := Experiment{Name: "e", Hash: scheme, Variants: variants("v", 1, 1, 1, 1, 1, 1, 1, 1)}
-		js := e
-		js.JSStrings = true
-		a, b := mustNew(t, oneLayer("l", e)), mustNew(t, oneLayer("l", js))
+		e8 := Experiment{Name: "e", Hash: scheme, Variants: variants("v", 1, 1, 1, 1, 1, 1, 1, 1)}
+		e8.StringEncoding = EncodingUTF8
+		e16 := e8
+		e16.StringEncoding = EncodingUTF16
+		a, b := mustNew(t, oneLayer("l", e8)), mustNew(t, oneLayer("l", e16))
 		differ := 0
 		for n := range 200 {
 			ascii := []byte(fmt.Sprintf("user-%d", n))
 			if fmt.Sprint(a.Assign(ascii, nil)) != fmt.Sprint(b.Assign(ascii, nil)) {
-				t.Fatalf("%s: ASCII key %s assigned differently with js_strings", scheme, ascii)
+				t.Fatalf("%s: ASCII key %s assigned differently in utf8 and utf16", scheme, ascii)
 			}
 			other := []byte(fmt.Sprintf("usér-%d-😊", n))
 			if fmt.Sprint(a.Assign(other, nil)) != fmt.Sprint(b.Assign(other, nil)) {
@@ -171,7 +174,7 @@ func TestJSStrings(t *testing.T) {
 			}
 		}
 		if differ == 0 {
-			t.Errorf("%s: js_strings changed no non-ASCII key's variant of 200", scheme)
+			t.Errorf("%s: the encoding changed no non-ASCII key's variant of 200", scheme)
 		}
 	}
 }

@@ -48,7 +48,7 @@ var vendorParams = []vendorParam{
 	{"segments", func(p *VendorParams) bool { return len(p.Segments) > 0 }, []string{SchemeStatsig}},
 	{"rollout", func(p *VendorParams) bool { return p.Rollout != nil }, []string{SchemeUnleash}},
 	{"rollout_group_id", func(p *VendorParams) bool { return p.RolloutGroupID != "" }, []string{SchemeUnleash}},
-	{"js_strings", func(p *VendorParams) bool { return p.JSStrings }, []string{SchemeGrowthBook, SchemeUnleash}},
+	{"string_encoding", func(p *VendorParams) bool { return p.StringEncoding != "" }, []string{SchemeGrowthBook, SchemeUnleash}},
 }
 
 // unusedParams reports the vendor parameters set on an experiment whose
@@ -118,6 +118,16 @@ func (v *validator) growthBook(ep string, e *Experiment) {
 	if len(e.Variants) == 1 {
 		v.add(ep+".variants", "growthbook runs no experiment of fewer than 2 variants (the SDK assigns nobody)")
 	}
+	v.encoding(ep, p.StringEncoding)
+}
+
+// encoding checks a StringEncoding.
+func (v *validator) encoding(ep, enc string) {
+	switch enc {
+	case "", EncodingUTF8, EncodingUTF16:
+	default:
+		v.add(ep+".string_encoding", fmt.Sprintf("must be %q or %q, got %q", EncodingUTF8, EncodingUTF16, enc))
+	}
 }
 
 // optimizely checks an optimizely experiment and returns its Start in
@@ -149,6 +159,7 @@ func (v *validator) unleash(ep string, e *Experiment) {
 	if r := e.Rollout; r != nil && !(*r >= 0 && *r <= 100) {
 		v.add(ep+".rollout", "must be a percentage from 0 to 100, got "+formatFloat(*r))
 	}
+	v.encoding(ep, e.StringEncoding)
 }
 
 // vendorWeights checks positive, finite weights as a vendor scheme wants

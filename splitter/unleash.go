@@ -15,9 +15,9 @@ import (
 //	variant:  t = normalized(groupId, key, 86028157, total weight); the first
 //	          variant whose cumulative weight is at least t
 //
-// Values count from 1; total is the sum of the weights. The Go SDK hashes
-// the UTF-8 bytes of the string; the Node SDK (murmurhash3js) the low byte
-// of each UTF-16 code unit (JSStrings).
+// Values count from 1; total is the sum of the weights. The Go, Java,
+// Python and Rust SDKs hash the UTF-8 bytes of the string; the Node SDK
+// (murmurhash3js) the low byte of each UTF-16 code unit (EncodingUTF16).
 
 // Seeds of Unleash's normalized hash.
 const (
@@ -26,10 +26,10 @@ const (
 )
 
 // unleashNormalized is normalized(group, key, seed, n), 1 to n.
-func unleashNormalized(group, key []byte, js bool, seed, n uint32) uint32 {
+func unleashNormalized(group, key []byte, u16 bool, seed, n uint32) uint32 {
 	var buf [scratch]byte
 	b := buf[:0]
-	if js {
+	if u16 {
 		b = appendLowBytes(append(appendLowBytes(b, group), ':'), key)
 	} else {
 		b = append(append(append(b, group...), ':'), key...)

@@ -56,7 +56,7 @@ func TestGrowthBookSpecFunctions(t *testing.T) {
 		var version int
 		var want *float64
 		fields(t, c, &seed, &value, &version, &want)
-		got, ok := growthBookHash([]byte(seed), []byte(value), version, false)
+		got, ok := growthBookHash([]byte(seed), []byte(value), version, true) // the specification's UTF-16
 		if ok != (want != nil) || (ok && got != *want) {
 			t.Errorf("hash(%q, %q, %d) = %v, %v; want %v", seed, value, version, got, ok, want)
 			failed++
@@ -109,7 +109,7 @@ func TestGrowthBookSpecFunctions(t *testing.T) {
 		var nsID string
 		var start, end float64
 		fields(t, ns, &nsID, &start, &end)
-		if got := growthBookInNamespace([]byte(id), &namespace{seed: []byte("__" + nsID), start: start, end: end}, false); got != want {
+		if got := growthBookInNamespace([]byte(id), &namespace{seed: []byte("__" + nsID), start: start, end: end}, true); got != want {
 			t.Errorf("inNamespace %q = %v, want %v", name, got, want)
 			failed++
 		}
@@ -178,4 +178,57 @@ func beUint64(b []byte) uint64 {
 		x = x<<8 | uint64(c)
 	}
 	return x
+}
+
+// TestNonASCIIVectors checks both string encodings against values the
+// vendors' own SDKs computed for non-ASCII keys and seeds (see
+// testdata/README.md): GrowthBook's utf16 (JavaScript SDK, Go SDK v0.7.0)
+// and utf8 (Go SDK v0.6.0), and Unleash's utf16 (Node SDK).
+func TestNonASCIIVectors(t *testing.T) {
+	type gbRow struct {
+		Experiment, Seed, Key string
+		HashVersion           int `json:"hash_version"`
+		Variation             int
+		Bucket                float64
+	}
+	var gb struct{ UTF16, UTF8 []gbRow }
+	readVectors(t, "growthbook/non_ascii.json", &gb)
+	eight := growthBookRanges(8, 1, nil)
+	for _, enc := range []struct {
+		name string
+		u16  bool
+		rows []gbRow
+	}{{"utf16", true, gb.UTF16}, {"utf8", false, gb.UTF8}} {
+		for _, r := range enc.rows {
+			seed := r.Seed
+			if seed == "" {
+				seed = r.Experiment
+			}
+			h, _ := growthBookHash([]byte(seed), []byte(r.Key), r.HashVersion, enc.u16)
+			if v := growthBookChoose(h, eight); h != r.Bucket || v != r.Variation {
+				t.Errorf("growthbook %s: hash(%q, %q, v%d) = %v, variation %d; want %v, %d", enc.name, seed, r.Key, r.HashVersion, h, v, r.Bucket, r.Variation)
+			}
+		}
+		t.Logf("growthbook %s: %d vectors", enc.name, len(enc.rows))
+	}
+	var un struct {
+		UTF16 []struct {
+			GroupID      string `json:"group_id"`
+			Key          string
+			VariantValue uint32 `json:"variant_value_1000"`
+			RolloutValue uint32 `json:"rollout_value"`
+		}
+	}
+	readVectors(t, "unleash/non_ascii.json", &un)
+	for _, r := range un.UTF16 {
+		v := unleashNormalized([]byte(r.GroupID), []byte(r.Key), true, unleashVariantSeed, 1000)
+		ro := unleashNormalized([]byte(r.GroupID), []byte(r.Key), true, unleashRolloutSeed, 100)
+		if v != r.VariantValue || ro != r.RolloutValue {
+			t.Errorf("unleash utf16 %q:%q: variant value %d, rollout value %d; want %d, %d", r.GroupID, r.Key, v, ro, r.VariantValue, r.RolloutValue)
+		}
+	}
+	t.Logf("unleash utf16: %d vectors", len(un.UTF16))
+	if len(gb.UTF16) == 0 || len(gb.UTF8) == 0 || len(un.UTF16) == 0 {
+		t.Error("a vector file is empty")
+	}
 }

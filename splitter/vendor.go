@@ -11,7 +11,7 @@ import (
 type vendorExperiment struct {
 	scheme string
 	seed   []byte // growthbook seed, statsig salt, unleash variant groupId
-	js     bool   // growthbook, unleash: JSStrings
+	utf16  bool   // growthbook, unleash: hash strings as UTF-16 code units
 	// growthbook
 	version int
 	ns      *namespace
@@ -51,7 +51,7 @@ func newVendorExperiment(e *Experiment, scheme string) experiment {
 	if seed == "" {
 		seed = e.Name
 	}
-	v := &vendorExperiment{scheme: scheme, seed: []byte(seed), js: p.JSStrings}
+	v := &vendorExperiment{scheme: scheme, seed: []byte(seed), utf16: utf16Strings(scheme, p.StringEncoding)}
 	ce := experiment{name: e.Name, vendor: v, variants: make([]variant, len(e.Variants))}
 	for k, x := range e.Variants {
 		ce.variants[k] = variant{name: x.Name, topic: x.Topic}
@@ -124,8 +124,8 @@ func (e *experiment) vendorPlace(l *layer, key []byte) (k int, bucket float64, o
 		if len(key) == 0 {
 			return -1, 0, false
 		}
-		h, _ := growthBookHash(v.seed, key, v.version, v.js) // version validated
-		if v.ns != nil && !growthBookInNamespace(key, v.ns, v.js) {
+		h, _ := growthBookHash(v.seed, key, v.version, v.utf16) // version validated
+		if v.ns != nil && !growthBookInNamespace(key, v.ns, v.utf16) {
 			return -1, h, true
 		}
 		for k := range e.variants {
@@ -167,9 +167,9 @@ func (e *experiment) unleashPlace(key []byte) (int, float64, bool) {
 	if len(key) == 0 {
 		return -1, 0, false
 	}
-	t := unleashNormalized(v.seed, key, v.js, unleashVariantSeed, v.total)
+	t := unleashNormalized(v.seed, key, v.utf16, unleashVariantSeed, v.total)
 	if v.hasRollout {
-		r := unleashNormalized(v.rolloutGroup, key, v.js, unleashRolloutSeed, 100)
+		r := unleashNormalized(v.rolloutGroup, key, v.utf16, unleashRolloutSeed, 100)
 		if !(v.rollout > 0 && float64(r) <= v.rollout) {
 			return -1, float64(t), true
 		}
