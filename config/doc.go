@@ -68,7 +68,7 @@
 //	    burst: 2                         # burst+1 at once (default 0)
 //	    rate: 3/1h                       # required: count/period on average
 //	    quantity: items                  # optional path of what an event costs; default 1
-//	layers: []                           # experiments: see splitter.Layer
+//	layers: []                           # experiments: see splitter.Layer; hash schemes in docs/assignment.md
 //	http: {listen: ":9090"}              # metrics and health (default ":9090")
 //	log: {format: json, level: info}     # json or console; trace, debug, info, warn, error
 //	timeouts:                            # optional; 0 or absent: the client's default
