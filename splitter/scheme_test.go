@@ -178,3 +178,43 @@ func TestStringEncodings(t *testing.T) {
 		}
 	}
 }
+
+// TestVendorSharesMatchAssignments checks that the shares Experiments
+// reports, which the SRM check tests the counts against, are those the
+// vendor hashes deliver: the key counts of 200,000 keys per experiment
+// pass CheckSRM. The GrowthBook experiment's weights do not sum to 1, so
+// it splits equally; its coverage leaves a third of the keys out.
+func TestVendorSharesMatchAssignments(t *testing.T) {
+	gb := Experiment{Name: "gb", Hash: SchemeGrowthBook, Variants: variants("gb", 0.7, 0.6, 0.2)}
+	gb.Coverage = f64(0.67)
+	layers := append(vendorLayers(), Layer{Name: "gb-equal", Experiments: []Experiment{gb}})
+	s := mustNew(t, layers)
+	counts := map[string][]uint64{}
+	index := map[string]map[string]int{}
+	for _, e := range s.Experiments() {
+		counts[e.Experiment] = make([]uint64, len(e.Variants))
+		index[e.Experiment] = map[string]int{}
+		for k, v := range e.Variants {
+			index[e.Experiment][v.Name] = k
+		}
+	}
+	var buf []byte
+	dst := make([]Assignment, 0, len(layers))
+	for n := range 200_000 {
+		buf = keyN(buf, n)
+		for _, a := range s.Assign(buf, dst[:0]) {
+			counts[a.Experiment][index[a.Experiment][a.Variant]]++
+		}
+	}
+	for _, e := range s.Experiments() {
+		shares := make([]float64, len(e.Variants))
+		for k, v := range e.Variants {
+			shares[k] = v.Share
+		}
+		r := CheckSRM(counts[e.Experiment], shares)
+		t.Logf("%s (%s): counts %v, shares %.4f, p %.3f", e.Experiment, e.Scheme, counts[e.Experiment], shares, r.P)
+		if !r.Checked || r.Mismatch {
+			t.Errorf("%s: counts %v against shares %v: %+v", e.Experiment, counts[e.Experiment], shares, r)
+		}
+	}
+}
