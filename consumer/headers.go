@@ -12,9 +12,11 @@ import (
 // Every output and rejected record carries throttler-decision and
 // throttler-budget; a rejected record also carries throttler-reason. A
 // passed event assigned to experiments carries, for each assignment in
-// layer order, the triple throttler-layer, throttler-experiment,
-// throttler-variant (Kafka allows repeated keys; the n-th of each belongs
-// together). Scored events carry throttler-score.
+// layer order, throttler-layer, throttler-experiment, throttler-variant and
+// throttler-scheme, the experiment's hash scheme (throttler, growthbook,
+// optimizely, statsig or unleash: see splitter.Schemes). Kafka allows
+// repeated keys; the n-th of each belongs together. Scored events carry
+// throttler-score.
 //
 // A dead-lettered record carries throttler-decision: dead-letter,
 // throttler-stage, throttler-reason, throttler-error and the position of the
@@ -30,6 +32,7 @@ const (
 	HeaderLayer           = "throttler-layer"
 	HeaderExperiment      = "throttler-experiment"
 	HeaderVariant         = "throttler-variant"
+	HeaderScheme          = "throttler-scheme"
 	HeaderError           = "throttler-error"
 	HeaderStage           = "throttler-stage"
 	HeaderSourceTopic     = "throttler-source-topic"
@@ -62,7 +65,7 @@ func outputRecord(e *Event, o Outcome, topic string, scored bool) *kgo.Record {
 	n := len(src.Headers) + len(e.Headers) + 3
 	switch o {
 	case OutcomePass:
-		n += 3 * len(e.Assignments)
+		n += 4 * len(e.Assignments)
 	case OutcomeDeadLetter:
 		n += 4
 	}
@@ -87,7 +90,8 @@ func outputRecord(e *Event, o Outcome, topic string, scored bool) *kgo.Record {
 			h = append(h,
 				kgo.RecordHeader{Key: HeaderLayer, Value: bytesOf(a.Layer)},
 				kgo.RecordHeader{Key: HeaderExperiment, Value: bytesOf(a.Experiment)},
-				kgo.RecordHeader{Key: HeaderVariant, Value: bytesOf(a.Variant)})
+				kgo.RecordHeader{Key: HeaderVariant, Value: bytesOf(a.Variant)},
+				kgo.RecordHeader{Key: HeaderScheme, Value: bytesOf(a.Scheme)})
 		}
 	case OutcomeReject:
 		h = append(h,
