@@ -28,6 +28,7 @@ var commands = []*command{
 	brokerCmd,
 	loadgenCmd,
 	validateCmd,
+	assignCmd,
 	runCmd,
 	demoCmd,
 	simulateCmd,
