@@ -74,6 +74,20 @@
 // variants: the topics of a later layer receive fewer events, not a biased
 // split of them.
 //
+// # Hash schemes of experiment platforms
+//
+// An experiment's Hash selects its scheme. SchemeThrottler is everything
+// above. SchemeGrowthBook, SchemeOptimizely, SchemeStatsig and
+// SchemeUnleash reproduce those vendors' SDKs exactly, so that the stream
+// assigns a key the variant the app's SDK shows it: the vendor's hash of
+// the key and its parameters (VendorParams), the vendor's ranges, rounding
+// and exclusion rules, checked against the vendors' published test vectors
+// (testdata/README.md). A layer's experiments share a scheme; a vendor
+// layer holds several experiments only where the vendor keeps them
+// exclusive (GrowthBook namespaces, Statsig segments). docs/assignment.md
+// in the repository is the reference: parameters, how to copy them from
+// the vendor, what is and is not reproduced, and non-ASCII keys.
+//
 // # Checking the split
 //
 // SRM is the sample-ratio-mismatch check: a chi-square test of the counts
@@ -83,6 +97,7 @@
 // # Concurrency
 //
 // A Splitter is immutable after New and safe for concurrent use; Assign
-// allocates nothing when its dst has room. Configuration types are plain
+// and Place allocate nothing when their dst has room (in a vendor scheme,
+// as long as a key and its seed fit in 256 bytes). Configuration types are plain
 // values with YAML tags, meant to be embedded in the product's config.
 package splitter
