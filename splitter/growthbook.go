@@ -40,6 +40,11 @@ func fnvAdd(h uint32, b []byte, u16 bool) uint32 {
 		return h
 	}
 	for len(b) > 0 {
+		if c := b[0]; c < utf8.RuneSelf { // ASCII: one unit, the byte
+			h = (h ^ uint32(c)) * fnvPrime32
+			b = b[1:]
+			continue
+		}
 		r, n := utf8.DecodeRune(b)
 		b = b[n:]
 		if r >= 0x10000 {

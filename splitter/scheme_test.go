@@ -218,3 +218,25 @@ func TestVendorSharesMatchAssignments(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAssignSchemes is the cost of Assign in one layer of each
+// scheme, the throttler scheme being the reference, on UUID-sized keys.
+func BenchmarkAssignSchemes(b *testing.B) {
+	layers := append([]Layer{{Name: "throttler", Experiments: []Experiment{
+		{Name: "t", Allocation: 100, Variants: variants("t", 1, 1)},
+	}}}, vendorLayers()...)
+	keys := benchKeys()
+	for _, l := range layers {
+		s := mustNew(b, []Layer{l})
+		scheme := s.layers[0].scheme
+		b.Run(scheme, func(b *testing.B) {
+			b.ReportAllocs()
+			dst := make([]Assignment, 0, 1)
+			i := 0
+			for b.Loop() {
+				dst = s.Assign(keys[i&1023], dst[:0])
+				i++
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ type Splitter struct {
 type layer struct {
 	name   string
 	scheme string // one of Schemes
+	vendor bool   // scheme != SchemeThrottler, tested on the hot path
 	seed   uint64 // throttler: layerSeed(salt)
 	salt   []byte // statsig: the layer salt of the experiments' segments
 	// experiments: throttler, sorted by start, ranges disjoint; vendor
@@ -124,7 +125,18 @@ func insertSorted(es []experiment, e experiment) []experiment {
 func (s *Splitter) Assign(key []byte, dst []Assignment) []Assignment {
 	for i := range s.layers {
 		l := &s.layers[i]
-		e, v, b, _ := l.place(key)
+		var e *experiment
+		var v *variant
+		var b float64
+		if !l.vendor { // throttlerPlace, written out: the hot path
+			lb := bucketOf(key, l.seed)
+			if e = l.find(lb); e == nil {
+				continue
+			}
+			v, b = e.pick(bucketOf(key, e.seed)), float64(lb)
+		} else {
+			e, v, b, _ = l.vendorLayerPlace(key)
+		}
 		if e == nil {
 			continue
 		}
@@ -144,13 +156,26 @@ func (s *Splitter) Assign(key []byte, dst []Assignment) []Assignment {
 // when none does) and the scheme's raw bucket for the key, ok false when
 // there is none to report (see Placement).
 func (l *layer) place(key []byte) (e *experiment, v *variant, bucket float64, ok bool) {
-	if l.scheme == SchemeThrottler {
-		b := bucketOf(key, l.seed)
-		if e = l.find(b); e == nil {
-			return nil, nil, float64(b), true
-		}
-		return e, e.pick(bucketOf(key, e.seed)), float64(b), true
+	if !l.vendor {
+		e, v, b := l.throttlerPlace(key)
+		return e, v, float64(b), true
 	}
+	return l.vendorLayerPlace(key)
+}
+
+// throttlerPlace is place in the throttler scheme, with the layer bucket.
+func (l *layer) throttlerPlace(key []byte) (*experiment, *variant, int) {
+	b := bucketOf(key, l.seed)
+	e := l.find(b)
+	if e == nil {
+		return nil, nil, b
+	}
+	return e, e.pick(bucketOf(key, e.seed)), b
+}
+
+// vendorLayerPlace is place in a vendor scheme: the first experiment of
+// the layer that holds the key (by validation, the only one).
+func (l *layer) vendorLayerPlace(key []byte) (e *experiment, v *variant, bucket float64, ok bool) {
 	for i := range l.experiments {
 		e = &l.experiments[i]
 		k, b, ok := e.vendorPlace(l, key)

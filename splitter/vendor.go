@@ -37,7 +37,7 @@ func schemeOf(e *Experiment) string {
 
 // newVendorLayer builds a validated layer of a vendor scheme.
 func newVendorLayer(l *Layer, scheme string) layer {
-	cl := layer{name: l.Name, scheme: scheme, salt: []byte(l.Salt)}
+	cl := layer{name: l.Name, scheme: scheme, vendor: true, salt: []byte(l.Salt)}
 	for i := range l.Experiments {
 		cl.experiments = append(cl.experiments, newVendorExperiment(&l.Experiments[i], scheme))
 	}
