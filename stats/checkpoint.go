@@ -203,16 +203,10 @@ func appendVariantSection(b []byte, source string, vs []VariantCounts) ([]byte, 
 func (d *decoder) sections(c *Checkpoint) {
 	for d.err == nil && d.rest() > 0 {
 		tag := d.uvarint()
-		at := d.pos
-		size := d.uvarint()
-		if d.err == nil && size > uint64(d.rest()) {
-			d.fail(at, ErrCorrupt, "section length %d exceeds the %d bytes left", size, d.rest())
-		}
-		if d.err != nil {
+		sub, ok := d.frame("section")
+		if !ok {
 			return
 		}
-		sub := decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
-		d.pos += int(size)
 		if tag != sectionVariants {
 			continue // a later feature's section
 		}
@@ -258,15 +252,10 @@ func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 		if d.err == nil && len(c.Reports) > 0 && r.Budget <= c.Reports[len(c.Reports)-1].Budget {
 			d.fail(at, ErrCorrupt, "budget %q out of order or repeated", r.Budget)
 		}
-		at = d.pos
-		size := d.uvarint()
-		if d.err == nil && size > uint64(d.rest()) {
-			d.fail(at, ErrCorrupt, "body length %d exceeds the %d bytes left", size, d.rest())
-		}
-		if d.err != nil {
+		sub, ok := d.frame("body")
+		if !ok {
 			break
 		}
-		sub := decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
 		sub.body(&r)
 		if minor == 0 {
 			sub.end()
@@ -275,7 +264,6 @@ func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 			d.err = sub.err
 			break
 		}
-		d.pos += int(size)
 		c.Reports = append(c.Reports, r)
 	}
 	switch {
