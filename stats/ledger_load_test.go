@@ -140,8 +140,14 @@ func TestLoadLedgers(t *testing.T) {
 	cluster.Compact()
 	states = load()
 	check(states, b)
+}
 
-	// A corrupt value of a requested source fails the load.
+// TestLoadLedgersErrors checks that a corrupt value of a requested source
+// fails the load, as do a partition the topic lacks and a bad source name.
+func TestLoadLedgersErrors(t *testing.T) {
+	_, conn := newCluster(t)
+	ensure(t, conn, StatsTopic("stats", 4))
+	ctx := testCtx(t)
 	bad, _ := LedgerKey("events/1", LedgerDelta, 0)
 	produceSync(t, newClient(t, conn, kgo.RecordPartitioner(kgo.ManualPartitioner())), &kgo.Record{Topic: "stats", Partition: 1, Key: bad, Value: []byte{1, 0, 0}})
 	var re *RecordError
