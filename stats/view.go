@@ -16,13 +16,16 @@ import (
 	"github.com/throttler/throttler/flow"
 )
 
-// View is the cluster view: the newest report of every budget x source,
-// kept in memory by following the whole stats topic from its start with a
-// consumer of its own (read_committed, no group, every partition).
-//
-// The newest record of a key wins, in the topic's offset order; a tombstone
-// removes the key. Records that cannot be decoded (corrupt, or written by a
-// newer major version) are skipped and counted in Stats.
+// View is the cluster view, kept in memory by following the whole stats
+// topic from its start with a consumer of its own (read_committed, no
+// group, every partition): every source's ledger folded (kind 5,
+// ledger_fold.go), holding only the (budget, source) entries that count
+// something, indexed by budget; the definitions (kinds 2 and 4); and,
+// while workers still publish them, the kind-1 reports and kind-3 variant
+// counts, of which the newest record of a key wins and a tombstone removes
+// the key. A source with a ledger hides its kind-1 and kind-3 records.
+// Records that cannot be decoded (corrupt, a newer major version, a kind
+// this build does not know) are skipped and counted in Stats.
 //
 // A View is safe for concurrent use by many goroutines. It implements the
 // read side of flow.Exchange; Exchange adds the write side. The zero value
@@ -35,8 +38,15 @@ type View struct {
 	created time.Time
 
 	mu      sync.RWMutex
-	budgets map[string][]flow.Report // by budget, sorted by source
+	led     ledgerIndex              // kind 5 (view_ledger.go)
+	budgets map[string][]flow.Report // kind 1, by budget, sorted by source
 	defs    definitions              // kinds 2-4 (definitions.go)
+	gen     uint64                   // counts changes to the set of budgets
+
+	sortMu sync.Mutex
+	sorted []string // the budgets, sorted, as of sortGen
+	sortOK bool
+	sortGn uint64
 
 	caught      chan struct{} // closed once caught up
 	caughtUp    atomic.Bool
@@ -49,7 +59,8 @@ type View struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
-	ops       []viewOp // reused by the reading goroutine only
+	ops       []viewOp   // reused by the reading goroutine only
+	ents      []rawEntry // the ledger entries of ops, likewise
 }
 
 type errBox struct{ err error }
@@ -58,6 +69,13 @@ type viewOp struct {
 	r       flow.Report
 	deleted bool
 	other   *Record // a record of kind 2-4, else nil
+	ledger  bool    // a ledger record: the fields below
+	src     []byte
+	part    LedgerPart
+	index   uint32
+	h       ledgerHeader
+	from    int // its entries are ents[from:to]
+	to      int
 }
 
 // ViewStats are a View's counters, for the caller's metrics.
@@ -68,7 +86,7 @@ type ViewStats struct {
 	FetchErrors uint64 // fetch errors the client reported (it retries on its own)
 	LastError   error  // the newest decode (*RecordError) or fetch (*TopicError) error, or nil
 	Budgets     int    // budgets known
-	Sources     int    // budget x source pairs known
+	Sources     int    // (budget, source) pairs known (non-zero ledger entries, and kind-1 reports)
 }
 
 // NewView starts following topic. clientOpts are the caller's connection
@@ -125,20 +143,53 @@ func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Op
 // Topic returns the stats topic the View follows.
 func (v *View) Topic() string { return v.topic }
 
-// View appends to dst the newest report of every source of budget, sorted
-// by source, and returns the extended slice. It implements
-// flow.Exchange.View.
+// View appends to dst the report of every source of budget, sorted by
+// source, and returns the extended slice; it implements
+// flow.Exchange.View. A ledger entry's report has the source's newest
+// vouched instant as At (SourceInfo.At): a source whose owner is alive but
+// idle keeps a recent At, a silent owner's falls behind. Sources without
+// a non-zero entry are left out. It costs O(sources of budget).
 func (v *View) View(budget string, dst []flow.Report) []flow.Report {
 	v.mu.RLock()
-	dst = append(dst, v.budgets[budget]...)
+	dst = v.appendView(budget, dst)
 	v.mu.RUnlock()
 	return dst
 }
 
-// Report returns the newest report of budget x source, if the View has one.
+// appendView is View under the read lock.
+func (v *View) appendView(budget string, dst []flow.Report) []flow.Report {
+	n := len(dst)
+	dst = v.led.appendReports(budget, dst)
+	legacy := v.budgets[budget]
+	if len(legacy) == 0 {
+		return dst
+	}
+	mixed := len(dst) > n
+	for _, r := range legacy {
+		if v.led.sources[r.Source] == nil {
+			dst = append(dst, r)
+		}
+	}
+	if mixed {
+		slices.SortFunc(dst[n:], func(a, b flow.Report) int { return strings.Compare(a.Source, b.Source) })
+	}
+	return dst
+}
+
+// Report returns the report of budget x source, if the View has one.
 func (v *View) Report(budget, source string) (flow.Report, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	if b := v.led.budgets[budget]; b != nil {
+		for _, ve := range b.entries {
+			if ve.src.name == source {
+				return ve.body.report(budget, source, ve.src.at), true
+			}
+		}
+	}
+	if v.led.sources[source] != nil {
+		return flow.Report{}, false
+	}
 	rs := v.budgets[budget]
 	if i, ok := searchSource(rs, source); ok {
 		return rs[i], true
@@ -146,15 +197,33 @@ func (v *View) Report(budget, source string) (flow.Report, bool) {
 	return flow.Report{}, false
 }
 
-// Budgets returns the budgets the View has reports for, sorted.
-func (v *View) Budgets() []string {
+// Budgets returns the budgets the View has reports for, sorted. The sorted
+// list is kept until a budget appears or disappears, so a call costs a
+// copy of it.
+func (v *View) Budgets() []string { return slices.Clone(v.sortedBudgets()) }
+
+// sortedBudgets returns the shared sorted list of budgets.
+func (v *View) sortedBudgets() []string {
 	v.mu.RLock()
-	out := make([]string, 0, len(v.budgets))
-	for b := range v.budgets {
+	gen := v.gen
+	v.sortMu.Lock()
+	defer v.sortMu.Unlock()
+	if v.sortOK && v.sortGn == gen {
+		v.mu.RUnlock()
+		return v.sorted
+	}
+	out := make([]string, 0, len(v.led.budgets)+len(v.budgets))
+	for b := range v.led.budgets {
 		out = append(out, b)
+	}
+	for b := range v.budgets {
+		if v.led.budgets[b] == nil {
+			out = append(out, b)
+		}
 	}
 	v.mu.RUnlock()
 	sort.Strings(out)
+	v.sorted, v.sortOK, v.sortGn = out, true, gen
 	return out
 }
 
@@ -206,9 +275,16 @@ func (v *View) Stats() ViewStats {
 		s.LastError = b.err
 	}
 	v.mu.RLock()
-	s.Budgets = len(v.budgets)
-	for _, rs := range v.budgets {
-		s.Sources += len(rs)
+	s.Budgets, s.Sources = len(v.led.budgets), v.led.entries
+	for b, rs := range v.budgets {
+		if v.led.budgets[b] == nil {
+			s.Budgets++
+		}
+		for _, r := range rs {
+			if v.led.sources[r.Source] == nil {
+				s.Sources++
+			}
+		}
 	}
 	v.mu.RUnlock()
 	return s
@@ -271,7 +347,7 @@ func (v *View) run(track *catchUp) {
 // apply decodes the fetched records, then applies them in order under one
 // write lock.
 func (v *View) apply(fs kgo.Fetches, track *catchUp) {
-	ops := v.ops[:0]
+	ops, ents := v.ops[:0], v.ents[:0]
 	fs.EachRecord(func(rec *kgo.Record) {
 		if track != nil {
 			track.saw(rec.Partition, rec.Offset)
@@ -279,68 +355,100 @@ func (v *View) apply(fs kgo.Fetches, track *catchUp) {
 		if rec.Attrs.IsControl() {
 			return
 		}
-		if len(rec.Key) > 0 && Kind(rec.Key[0]) != KindReport {
-			o, err := DecodeRecord(rec.Key, rec.Value)
-			if err != nil {
-				v.skipped.Add(1)
-				v.setErr(&RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err})
-				return
-			}
-			ops = append(ops, viewOp{other: &o, deleted: o.Deleted})
-			return
-		}
-		r, deleted, err := DecodeReport(rec.Key, rec.Value)
+		op, err := decodeOp(rec, &ents)
 		if err != nil {
 			v.skipped.Add(1)
 			v.setErr(&RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err})
 			return
 		}
-		ops = append(ops, viewOp{r: r, deleted: deleted})
+		ops = append(ops, op)
 	})
-	v.ops = ops[:0]
-	if len(ops) == 0 {
-		return
-	}
-	var applied, deleted uint64
-	v.mu.Lock()
-	for _, op := range ops {
-		if op.other != nil {
-			if op.deleted {
+	if len(ops) > 0 {
+		var deleted uint64
+		v.mu.Lock()
+		for i := range ops {
+			if v.applyOp(&ops[i], ents) {
 				deleted++
-			} else {
-				applied++
 			}
-			v.defs.apply(op.other)
-			continue
 		}
-		rs := v.budgets[op.r.Budget]
-		i, found := searchSource(rs, op.r.Source)
-		switch {
-		case op.deleted:
-			deleted++
-			if !found {
-				continue
-			}
-			rs = slices.Delete(rs, i, i+1)
-			if len(rs) == 0 {
-				delete(v.budgets, op.r.Budget)
-				continue
-			}
-		case found:
-			applied++
-			rs[i] = op.r
-		default:
-			applied++
-			rs = slices.Insert(rs, i, op.r)
-		}
-		v.budgets[op.r.Budget] = rs
+		v.mu.Unlock()
+		v.applied.Add(uint64(len(ops)) - deleted)
+		v.deleted.Add(deleted)
+		now := v.cfg.now()
+		v.lastApplied.Store(&now)
 	}
-	v.mu.Unlock()
-	clear(ops) // drop references to names
-	v.applied.Add(applied)
-	v.deleted.Add(deleted)
-	now := v.cfg.now()
-	v.lastApplied.Store(&now)
+	clear(ops) // drop references to names and to the fetched bytes
+	clear(ents)
+	v.ops, v.ents = ops[:0], ents[:0]
+}
+
+// decodeOp decodes a record; a ledger record's entries go to ents and
+// alias the record's bytes.
+func decodeOp(rec *kgo.Record, ents *[]rawEntry) (viewOp, error) {
+	switch {
+	case len(rec.Key) > 0 && Kind(rec.Key[0]) == KindLedger:
+		src, part, index, err := parseLedgerKey(rec.Key)
+		if err != nil {
+			return viewOp{}, err
+		}
+		op := viewOp{ledger: true, src: src, part: part, index: index, deleted: rec.Value == nil, from: len(*ents)}
+		if rec.Value != nil {
+			op.h, *ents, err = decodeLedgerValue(part, index, rec.Value, *ents)
+		}
+		op.to = len(*ents)
+		return op, err
+	case len(rec.Key) > 0 && Kind(rec.Key[0]) != KindReport:
+		o, err := DecodeRecord(rec.Key, rec.Value)
+		return viewOp{other: &o, deleted: o.Deleted}, err
+	}
+	r, deleted, err := DecodeReport(rec.Key, rec.Value)
+	return viewOp{r: r, deleted: deleted}, err
+}
+
+// applyOp applies one decoded record under the write lock; it reports
+// whether the record was a tombstone.
+func (v *View) applyOp(op *viewOp, ents []rawEntry) bool {
+	switch {
+	case op.ledger:
+		// A tombstone only says its key is obsolete: what it held is
+		// superseded by a higher sequence already.
+		if !op.deleted {
+			v.led.fold(op.src, op.part, op.index, &op.h, ents[op.from:op.to])
+			if v.led.changed {
+				v.led.changed = false
+				v.gen++
+			}
+		}
+	case op.other != nil:
+		v.defs.apply(op.other)
+	default:
+		v.applyReport(op.r, op.deleted)
+	}
+	return op.deleted
+}
+
+// applyReport applies a kind-1 report or tombstone.
+func (v *View) applyReport(r flow.Report, deleted bool) {
+	rs := v.budgets[r.Budget]
+	i, found := searchSource(rs, r.Source)
+	switch {
+	case deleted && !found:
+		return
+	case deleted:
+		if rs = slices.Delete(rs, i, i+1); len(rs) == 0 {
+			delete(v.budgets, r.Budget)
+			v.gen++
+			return
+		}
+	case found:
+		rs[i] = r
+	default:
+		if len(rs) == 0 {
+			v.gen++
+		}
+		rs = slices.Insert(rs, i, r)
+	}
+	v.budgets[r.Budget] = rs
 }
 
 func searchSource(rs []flow.Report, source string) (int, bool) {
