@@ -21,6 +21,10 @@ import (
 // clientOpts are the caller's connection options (seed brokers, TLS, SASL,
 // dialer); LoadCheckpoint creates and closes its own consumer. ctx bounds the
 // whole read.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func LoadCheckpoint(ctx context.Context, clientOpts []kgo.Opt, topic, source string, partition int32) (c Checkpoint, found bool, err error) {
 	all, err := LoadCheckpoints(ctx, clientOpts, topic, map[string]int32{source: partition})
 	if err != nil {
@@ -33,6 +37,10 @@ func LoadCheckpoint(ctx context.Context, clientOpts []kgo.Opt, topic, source str
 // LoadCheckpoints is LoadCheckpoint for many sources at once, with one
 // consumer: sources maps each source name to its checkpoint partition. The
 // result holds the sources that have a checkpoint.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func LoadCheckpoints(ctx context.Context, clientOpts []kgo.Opt, topic string, sources map[string]int32) (map[string]Checkpoint, error) {
 	if topic == "" {
 		return nil, errInvalidConfig("empty checkpoint topic")
