@@ -34,7 +34,7 @@ func (s *simLog) compacted(dropTombstones bool) []*kgo.Record {
 }
 
 // foldRecords is what a restore of source reads from recs.
-func foldRecords(t *testing.T, source string, recs []*kgo.Record) LedgerState {
+func foldRecords(t testing.TB, source string, recs []*kgo.Record) LedgerState {
 	t.Helper()
 	f := &restoreFold{}
 	var ents []rawEntry
@@ -82,7 +82,7 @@ func sameLedger(got, want LedgerState) error {
 // driver runs a source's commits through a Ledger into a simLog, with
 // its own clock and counters.
 type driver struct {
-	t       *testing.T
+	t       testing.TB
 	l       *Ledger
 	log     *simLog
 	now     time.Time
@@ -101,7 +101,7 @@ type driver struct {
 	maxRec   int // the largest record
 }
 
-func newDriver(t *testing.T, budgets int, l *Ledger) *driver {
+func newDriver(t testing.TB, budgets int, l *Ledger) *driver {
 	d := &driver{t: t, l: l, log: &simLog{}, now: t0, counts: map[string]flow.Report{}, rng: rand.New(rand.NewPCG(1, 2))}
 	for i := range budgets {
 		d.budgets = append(d.budgets, fmt.Sprintf("campaign/%06d", i))
@@ -174,7 +174,7 @@ func (d *driver) account(recs []*kgo.Record) {
 	}
 }
 
-func newTestLedger(t *testing.T, source string, opts ...LedgerOpt) *Ledger {
+func newTestLedger(t testing.TB, source string, opts ...LedgerOpt) *Ledger {
 	t.Helper()
 	l, err := NewLedger("stats", LedgerState{Source: source, Offset: -1}, 0, opts...)
 	if err != nil {
