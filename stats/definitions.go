@@ -99,8 +99,8 @@ func (v *View) VariantTotals(layer, experiment string) (totals map[string]Varian
 }
 
 // VariantSources returns the newest variant counts of every source of one
-// experiment, sorted by source: the sources' ledgers, and the kind-3
-// records of sources without a ledger.
+// experiment, sorted by source: from the sources' ledgers, or from kind-3
+// records where they are newer.
 func (v *View) VariantSources(layer, experiment string) []VariantCounts {
 	id := ExperimentID{layer, experiment}
 	v.mu.RLock()
@@ -111,7 +111,12 @@ func (v *View) VariantSources(layer, experiment string) []VariantCounts {
 		}
 	}
 	for src, vc := range v.defs.variants[expID{layer, experiment}] {
-		if v.led.sources[src] == nil {
+		if !v.legacyNewer(src, vc.At) {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(x VariantCounts) bool { return x.Source == src }); i >= 0 {
+			out[i] = vc // newer than the ledger's
+		} else {
 			out = append(out, vc)
 		}
 	}

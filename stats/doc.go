@@ -93,8 +93,10 @@
 //	kind 5  one record of a source's ledger           ledger_encoding.go  value 1.0
 //
 // Kinds 1 and 3 are what workers publish until the consumer switches to
-// the ledger; a View shows them for sources that have no ledger and hides
-// them for sources that have one. The checkpoint topic (checkpoint.go,
+// the ledger; where a source has both, a View shows the newer (by
+// instant), so a source may move between old and new workers during an
+// upgrade or a rollback. Old readers skip kind 5 as a kind they do not
+// know. The checkpoint topic (checkpoint.go,
 // LoadCheckpoint) is replaced by the ledger and goes with them: nothing of
 // the ledger depends on it.
 //

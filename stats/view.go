@@ -23,7 +23,8 @@ import (
 // something, indexed by budget; the definitions (kinds 2 and 4); and,
 // while workers still publish them, the kind-1 reports and kind-3 variant
 // counts, of which the newest record of a key wins and a tombstone removes
-// the key. A source with a ledger hides its kind-1 and kind-3 records.
+// the key. Where a source has both a ledger and kind-1 (or kind-3)
+// records, the newer instant wins.
 // Records that cannot be decoded (corrupt, a newer major version, a kind
 // this build does not know) are skipped and counted in Stats.
 //
@@ -156,43 +157,73 @@ func (v *View) View(budget string, dst []flow.Report) []flow.Report {
 	return dst
 }
 
-// appendView is View under the read lock.
+// appendView is View under the read lock: the ledger entries and the
+// kind-1 reports of budget merged by source; where a source has both (a
+// ledger record and a kind-1 report), the newer instant wins, so workers
+// of either kind may own a source during an upgrade or a rollback.
 func (v *View) appendView(budget string, dst []flow.Report) []flow.Report {
-	n := len(dst)
-	dst = v.led.appendReports(budget, dst)
+	var led []*ventry
+	if b := v.led.budgets[budget]; b != nil {
+		led = b.entries
+	}
 	legacy := v.budgets[budget]
-	if len(legacy) == 0 {
-		return dst
-	}
-	mixed := len(dst) > n
-	for _, r := range legacy {
-		if v.led.sources[r.Source] == nil {
-			dst = append(dst, r)
+	for i, j := 0, 0; i < len(led) || j < len(legacy); {
+		var c int
+		switch {
+		case j == len(legacy):
+			c = -1
+		case i == len(led):
+			c = 1
+		default:
+			c = strings.Compare(led[i].src.name, legacy[j].Source)
 		}
-	}
-	if mixed {
-		slices.SortFunc(dst[n:], func(a, b flow.Report) int { return strings.Compare(a.Source, b.Source) })
+		switch {
+		case c < 0:
+			dst = append(dst, led[i].report(budget))
+			i++
+		case c > 0:
+			if r := legacy[j]; v.legacyShown(r) {
+				dst = append(dst, r)
+			}
+			j++
+		default:
+			if r := legacy[j]; r.At.After(led[i].src.at) {
+				dst = append(dst, r)
+			} else {
+				dst = append(dst, led[i].report(budget))
+			}
+			i, j = i+1, j+1
+		}
 	}
 	return dst
 }
 
-// Report returns the report of budget x source, if the View has one.
+// legacyShown says whether a kind-1 report (or kind-3 counts) of a source
+// at instant at is newer than the source's ledger, if it has one.
+func (v *View) legacyShown(r flow.Report) bool { return v.legacyNewer(r.Source, r.At) }
+
+func (v *View) legacyNewer(source string, at time.Time) bool {
+	s := v.led.sources[source]
+	return s == nil || at.After(s.at)
+}
+
+// Report returns the report of budget x source, if the View has one (the
+// newer of its ledger entry and its kind-1 report).
 func (v *View) Report(budget, source string) (flow.Report, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	var led *ventry
 	if b := v.led.budgets[budget]; b != nil {
-		for _, ve := range b.entries {
-			if ve.src.name == source {
-				return ve.body.report(budget, source, ve.src.at), true
-			}
+		if i, ok := searchEntry(b.entries, source); ok {
+			led = b.entries[i]
 		}
 	}
-	if v.led.sources[source] != nil {
-		return flow.Report{}, false
-	}
 	rs := v.budgets[budget]
-	if i, ok := searchSource(rs, source); ok {
+	if i, ok := searchSource(rs, source); ok && v.legacyShown(rs[i]) && (led == nil || rs[i].At.After(led.src.at)) {
 		return rs[i], true
+	}
+	if led != nil {
+		return led.report(budget), true
 	}
 	return flow.Report{}, false
 }
@@ -277,13 +308,20 @@ func (v *View) Stats() ViewStats {
 	v.mu.RLock()
 	s.Budgets, s.Sources = len(v.led.budgets), v.led.entries
 	for b, rs := range v.budgets {
-		if v.led.budgets[b] == nil {
+		lb := v.led.budgets[b]
+		if lb == nil {
 			s.Budgets++
 		}
 		for _, r := range rs {
-			if v.led.sources[r.Source] == nil {
-				s.Sources++
+			if !v.legacyShown(r) {
+				continue
 			}
+			if lb != nil {
+				if _, both := searchEntry(lb.entries, r.Source); both {
+					continue // shown instead of the ledger entry
+				}
+			}
+			s.Sources++
 		}
 	}
 	v.mu.RUnlock()

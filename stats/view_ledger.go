@@ -91,8 +91,8 @@ func (x *ledgerIndex) budget(s *vsource, e *rawEntry, seq uint64) {
 	var cur *ventry
 	i := 0
 	if b != nil {
-		i, _ = slices.BinarySearchFunc(b.entries, s.name, func(ve *ventry, src string) int { return strings.Compare(ve.src.name, src) })
-		if i < len(b.entries) && b.entries[i].src == s {
+		var found bool
+		if i, found = searchEntry(b.entries, s.name); found {
 			cur = b.entries[i]
 		}
 	}
@@ -183,14 +183,13 @@ func (v *View) Seq(source string) uint64 {
 	return info.Seq
 }
 
-// appendReports appends the ledger reports of budget (under the read lock).
-func (x *ledgerIndex) appendReports(budget string, dst []flow.Report) []flow.Report {
-	b := x.budgets[budget]
-	if b == nil {
-		return dst
-	}
-	for _, ve := range b.entries {
-		dst = append(dst, ve.body.report(budget, ve.src.name, ve.src.at))
-	}
-	return dst
+// report is the entry's report, with the source's newest vouched
+// instant as At.
+func (ve *ventry) report(budget string) flow.Report {
+	return ve.body.report(budget, ve.src.name, ve.src.at)
+}
+
+// searchEntry finds the entry of source among a budget's entries.
+func searchEntry(es []*ventry, source string) (int, bool) {
+	return slices.BinarySearchFunc(es, source, func(ve *ventry, src string) int { return strings.Compare(ve.src.name, src) })
 }

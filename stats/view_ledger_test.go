@@ -184,25 +184,34 @@ func checkTotals(t *testing.T, v *View, owners ...*owner) {
 }
 
 // TestViewMixedKinds puts kind-1 reports, kind-3 counts, ledgers and
-// records of kinds and parts this build does not know on one topic: the
-// View shows a source's ledger when it has one and its old records
-// otherwise, and skips what it cannot read.
+// records of kinds and parts this build does not know on one topic: per
+// source the newer of its ledger and its old records shows (a source may
+// move between workers of either kind during an upgrade or a rollback),
+// and what the View cannot read is skipped.
 func TestViewMixedKinds(t *testing.T) {
 	_, conn := newCluster(t)
-	ensure(t, conn, StatsTopic("stats", 2))
+	ensure(t, conn, StatsTopic("stats", 3))
+	t2 := t0.Add(time.Hour)
 	pub, _ := NewPublisher("stats")
 	old, _ := pub.Records([]flow.Report{
-		{Budget: "b", Source: "events/0", At: t0, Total: flow.Counters{Passed: 100}},
-		{Budget: "b", Source: "events/1", At: t0, Total: flow.Counters{Passed: 7}},
+		{Budget: "b", Source: "events/0", At: t0, Total: flow.Counters{Passed: 100}}, // no ledger
+		{Budget: "b", Source: "events/1", At: t0, Total: flow.Counters{Passed: 7}},   // older than its ledger
+		{Budget: "b", Source: "events/2", At: t0, Total: flow.Counters{Passed: 4}},   // newer than its ledger
 	})
 	oldVariants, _ := pub.VariantsRecord(VariantCounts{Layer: "l", Experiment: "e", Source: "events/1", At: t0, Counts: []VariantCount{{Variant: "x", Count: 9}}})
-	l := newTestLedger(t, "events/1")
-	recs, err := l.Records(Changes{
-		Reports:  []flow.Report{{Budget: "b", Total: flow.Counters{Passed: 8}}, {Budget: "zero"}},
-		Variants: []VariantCounts{{Layer: "l", Experiment: "e", Counts: []VariantCount{{Variant: "x", Count: 10}}}},
-	}, 5, t1)
-	if err != nil {
-		t.Fatal(err)
+	var recs []*kgo.Record
+	for src, c := range map[string]struct {
+		at     time.Time
+		passed uint64
+	}{"events/1": {t2, 8}, "events/2": {t1, 3}} {
+		r, err := newTestLedger(t, src).Records(Changes{
+			Reports:  []flow.Report{{Budget: "b", Total: flow.Counters{Passed: c.passed}}, {Budget: "zero"}},
+			Variants: []VariantCounts{{Layer: "l", Experiment: "e", Counts: []VariantCount{{Variant: "x", Count: 10}}}},
+		}, 5, c.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r...)
 	}
 	future, _ := LedgerKey("events/1", LedgerHeartbeat, 0)
 	future[len(future)-1] = 7
@@ -218,20 +227,33 @@ func TestViewMixedKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := v.View("b", nil)
-	if len(got) != 2 || got[0].Source != "events/0" || got[0].Total.Passed != 100 || got[1].Source != "events/1" || got[1].Total.Passed != 8 || !got[1].At.Equal(t1) {
+	want := []struct {
+		src    string
+		passed uint64
+		at     time.Time
+	}{{"events/0", 100, t0}, {"events/1", 8, t2}, {"events/2", 4, t0}}
+	if len(got) != len(want) {
 		t.Fatalf("View(b) = %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Source != w.src || got[i].Total.Passed != w.passed || !got[i].At.Equal(w.at) {
+			t.Fatalf("View(b)[%d] = %+v, want %+v", i, got[i], w)
+		}
+		if r, ok := v.Report("b", w.src); !ok || !sameReport(r, got[i]) {
+			t.Fatalf("Report(b, %s) = %+v, %v", w.src, r, ok)
+		}
 	}
 	if _, ok := v.Report("zero", "events/1"); ok || len(v.Budgets()) != 1 {
 		t.Fatalf("a zero entry is kept, or budgets %v", v.Budgets())
 	}
-	if totals, n := v.VariantTotals("l", "e"); n != 1 || totals["x"].Count != 10 {
+	if totals, n := v.VariantTotals("l", "e"); n != 2 || totals["x"].Count != 20 {
 		t.Fatalf("variant totals %+v from %d sources", totals, n)
 	}
 	st := v.Stats()
-	if st.Skipped != 3 || st.Budgets != 1 || st.Sources != 2 || !errors.Is(st.LastError, ErrUnknownVersion) {
+	if st.Skipped != 3 || st.Budgets != 1 || st.Sources != 3 || !errors.Is(st.LastError, ErrUnknownVersion) {
 		t.Fatalf("stats %+v", st)
 	}
-	if bt, ok := v.Totals("b"); !ok || bt.Sources != 2 || bt.Total.Passed != 108 || !bt.Oldest.Equal(t1) || !bt.Newest.Equal(t0) {
+	if bt, ok := v.Totals("b"); !ok || bt.Sources != 3 || bt.Total.Passed != 112 || !bt.Oldest.Equal(t0) || !bt.Newest.Equal(t2) {
 		t.Fatalf("totals %+v, %v", bt, ok)
 	}
 }
