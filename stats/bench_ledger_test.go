@@ -146,7 +146,7 @@ func viewRecords(b *testing.B, sources, budgets, perSource int) (recs []*kgo.Rec
 }
 
 // foldAll folds records into a fresh index, as a View's reader does.
-func foldAll(b *testing.B, recs []*kgo.Record) *View {
+func foldAll(b testing.TB, recs []*kgo.Record) *View {
 	v := &View{}
 	var ents []rawEntry
 	for _, r := range recs {
