@@ -309,3 +309,68 @@ func TestLedgerBounds(t *testing.T) {
 		t.Fatalf("after failures: %d records, %v", len(recs), err)
 	}
 }
+
+// TestLedgerSplitDeltaAndShrink writes a delta too large for one record
+// (split over consecutive delta keys with one sequence), then a snapshot
+// with fewer chunks than the one before (its extra chunk keys
+// tombstoned): readers and a restore still see exactly the writer's state.
+func TestLedgerSplitDeltaAndShrink(t *testing.T) {
+	l := newTestLedger(t, "events/6", WithRecordBytes(MinRecordBytes), WithSnapshotFactor(64))
+	d := newDriver(t, 2000, l)
+	d.fill()
+	chunks := l.State().layout.chunks
+	recs := d.commit(Changes{Reports: d.touch(100)})
+	if len(recs) < 3 {
+		t.Fatalf("a delta of 100 entries in %d records of 1 KiB", len(recs))
+	}
+	for i, r := range recs {
+		got, err := DecodeLedger(r.Key, r.Value)
+		if err != nil || got.Part != LedgerDelta || got.Index != uint32(i) || got.Seq != recs0Seq(t, recs) {
+			t.Fatalf("delta record %d: %+v (%v)", i, got, err)
+		}
+	}
+	// Shrink: drop three quarters of the budgets with a small factor, so
+	// that the next write is a snapshot of fewer chunks.
+	shrink, err := NewLedger("stats", l.State(), 0, WithRecordBytes(MinRecordBytes), WithSnapshotFactor(0.01))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.l = shrink
+	var drop []string
+	for _, b := range d.budgets[:1500] {
+		drop = append(drop, b)
+		delete(d.counts, b)
+	}
+	recs = d.commit(Changes{DropBudgets: drop})
+	tombs := 0
+	for _, r := range recs {
+		if _, part, index, _ := parseLedgerKey(r.Key); r.Value == nil && part == LedgerSnapshot && index >= shrink.State().layout.chunks {
+			tombs++
+		}
+	}
+	if now := shrink.State().layout.chunks; now >= chunks || tombs != int(chunks-now) {
+		t.Fatalf("snapshot went from %d to %d chunks with %d chunk tombstones", chunks, now, tombs)
+	}
+	want := shrink.State()
+	if len(want.Reports) != len(d.counts) {
+		t.Fatalf("%d budgets after the drop, counted %d", len(want.Reports), len(d.counts))
+	}
+	for _, recs := range [][]*kgo.Record{d.log.recs, d.log.compacted(false), d.log.compacted(true)} {
+		got := foldRecords(t, "events/6", recs)
+		if err := sameLedger(got, want); err != nil {
+			t.Fatal(err)
+		}
+		if got.layout.snapshotDue || got.layout.chunks != want.layout.chunks {
+			t.Fatalf("restored layout %+v, writer's %+v", got.layout, want.layout)
+		}
+	}
+}
+
+func recs0Seq(t *testing.T, recs []*kgo.Record) uint64 {
+	t.Helper()
+	r, err := DecodeLedger(recs[0].Key, recs[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Seq
+}
