@@ -167,6 +167,12 @@ func (v *View) appendView(budget string, dst []flow.Report) []flow.Report {
 		led = b.entries
 	}
 	legacy := v.budgets[budget]
+	if len(legacy) == 0 { // every source writes a ledger
+		for _, ve := range led {
+			dst = append(dst, ve.report(budget))
+		}
+		return dst
+	}
 	for i, j := 0, 0; i < len(led) || j < len(legacy); {
 		var c int
 		switch {
