@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -104,77 +102,27 @@ func LoadCaps(ctx context.Context, clientOpts []kgo.Opt, topic string, sources m
 	if len(sources) == 0 {
 		return nil
 	}
-	parts := make(map[int32]kgo.Offset)
+	var parts []int32
 	for s, p := range sources {
 		if s == "" || p < 0 {
 			return errInvalidConfig("source %q partition %d", s, p)
 		}
-		parts[p] = kgo.NewOffset().AtStart()
+		parts = append(parts, p)
 	}
-	cl, err := newReader(clientOpts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	starts, ends, err := listOffsets(ctx, adm, topic)
-	if err != nil {
-		return err
-	}
-	wantEnds := make(map[int32]int64, len(parts))
-	for p := range parts {
-		end, ok := ends[p]
-		if !ok {
-			return &TopicError{Topic: topic, Op: "load caps", Err: fmt.Errorf("%w: no partition %d (the topic has %d)", ErrTopicMismatch, p, len(ends))}
+	return readToEnd(ctx, clientOpts, topic, "load caps", parts, func(r *kgo.Record) error {
+		src, cp, key, ok := ParseCapKey(r.Key)
+		if p, mine := sources[src]; !ok || !mine || p != r.Partition {
+			return nil
 		}
-		wantEnds[p] = end
-	}
-	track := newCatchUp(starts, wantEnds)
-	for !track.done() {
-		pctx, cancel := context.WithTimeout(ctx, recheckEvery)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return &TopicError{Topic: topic, Op: "load caps", Err: err}
+		e := CapEntry{Source: src, Cap: cp, Key: key, Deleted: r.Value == nil}
+		if !e.Deleted {
+			tat, err := DecodeCapValue(r.Value)
+			if err != nil {
+				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+			}
+			e.TAT = tat
 		}
-		var fetchErr error
-		fs.EachError(func(t string, p int32, err error) {
-			if fetchErr == nil && !isStopErr(err) {
-				fetchErr = &TopicError{Topic: topic, Op: fmt.Sprintf("load caps: fetch partition %d", p), Err: err}
-			}
-		})
-		if fetchErr != nil {
-			return fetchErr
-		}
-		var recErr error
-		fs.EachRecord(func(r *kgo.Record) {
-			track.saw(r.Partition, r.Offset)
-			if r.Attrs.IsControl() || recErr != nil {
-				return
-			}
-			src, cp, key, ok := ParseCapKey(r.Key)
-			if p, mine := sources[src]; !ok || !mine || p != r.Partition {
-				return
-			}
-			e := CapEntry{Source: src, Cap: cp, Key: key, Deleted: r.Value == nil}
-			if !e.Deleted {
-				tat, derr := DecodeCapValue(r.Value)
-				if derr != nil {
-					recErr = &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: derr}
-					return
-				}
-				e.TAT = tat
-			}
-			fn(e)
-		})
-		if recErr != nil {
-			return recErr
-		}
-		if fs.Empty() && !track.done() {
-			if starts, _, err := listOffsets(ctx, adm, topic); err == nil {
-				track.starts(starts)
-			}
-		}
-	}
-	return nil
+		fn(e)
+		return nil
+	})
 }

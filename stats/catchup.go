@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -129,4 +130,69 @@ func isStopErr(err error) bool {
 // consecutive failure, at most one second.
 func readerBackoff(fails int) time.Duration {
 	return min(time.Duration(max(fails, 1))*100*time.Millisecond, time.Second)
+}
+
+// readToEnd reads partitions of topic from their start to (at least) the
+// high watermarks they have when it is called, with read_committed, and
+// calls fn with every data record, in offset order within a partition.
+// Transactions still open when it starts are waited for: their records are
+// passed on once committed, never when aborted, at most the transaction
+// timeout later. The first error fn returns stops the read and is
+// returned. op names the caller in errors ("load checkpoint").
+func readToEnd(ctx context.Context, clientOpts []kgo.Opt, topic, op string, parts []int32, fn func(*kgo.Record) error) error {
+	offsets := make(map[int32]kgo.Offset, len(parts))
+	for _, p := range parts {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := newReader(clientOpts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	starts, ends, err := listOffsets(ctx, adm, topic)
+	if err != nil {
+		return err
+	}
+	wantEnds := make(map[int32]int64, len(offsets))
+	for p := range offsets {
+		end, ok := ends[p]
+		if !ok {
+			return &TopicError{Topic: topic, Op: op, Err: fmt.Errorf("%w: no partition %d (the topic has %d)", ErrTopicMismatch, p, len(ends))}
+		}
+		wantEnds[p] = end
+	}
+	track := newCatchUp(starts, wantEnds)
+	for !track.done() {
+		pctx, cancel := context.WithTimeout(ctx, recheckEvery)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return &TopicError{Topic: topic, Op: op, Err: err}
+		}
+		var stop error
+		fs.EachError(func(t string, p int32, err error) {
+			if stop == nil && !isStopErr(err) {
+				stop = &TopicError{Topic: topic, Op: fmt.Sprintf("%s: fetch partition %d", op, p), Err: err}
+			}
+		})
+		if stop != nil {
+			return stop
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			track.saw(r.Partition, r.Offset)
+			if !r.Attrs.IsControl() && stop == nil {
+				stop = fn(r)
+			}
+		})
+		if stop != nil {
+			return stop
+		}
+		if fs.Empty() && !track.done() {
+			if starts, _, err := listOffsets(ctx, adm, topic); err == nil {
+				track.starts(starts)
+			}
+		}
+	}
+	return nil
 }

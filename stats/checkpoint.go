@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -72,6 +71,10 @@ const (
 
 // Checkpoint is the committed state of one source: the input offset it was
 // taken at and the cumulative report of every budget.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 type Checkpoint struct {
 	// Source is the source name, SourceName(topic, partition).
 	Source string
@@ -98,29 +101,13 @@ func (c Checkpoint) Report(budget string) (flow.Report, bool) {
 	return flow.Report{}, false
 }
 
-// SourceName is the name of the source that is one partition of an input
-// topic: "topic/partition". Kafka topic names cannot contain '/', so the name
-// is unambiguous.
-func SourceName(topic string, partition int32) string {
-	return topic + "/" + strconv.FormatInt(int64(partition), 10)
-}
-
-// ParseSource splits a source name made by SourceName.
-func ParseSource(source string) (topic string, partition int32, err error) {
-	i := strings.LastIndexByte(source, '/')
-	if i <= 0 {
-		return "", 0, fmt.Errorf("stats: source %q: %w: want topic/partition", source, ErrInvalidReport)
-	}
-	p, err := strconv.ParseInt(source[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return "", 0, fmt.Errorf("stats: source %q: %w: bad partition number", source, ErrInvalidReport)
-	}
-	return source[:i], int32(p), nil
-}
-
 // EncodeCheckpoint returns the checkpoint-topic value of c. It fails
 // (ErrInvalidReport) for an empty or overlong name, a report of another
 // source, or a budget listed twice.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func EncodeCheckpoint(c Checkpoint) ([]byte, error) {
 	if c.Source == "" || len(c.Source) > MaxNameLen {
 		return nil, &ReportError{Source: c.Source, Msg: "checkpoint source name empty or longer than MaxNameLen"}
@@ -203,16 +190,10 @@ func appendVariantSection(b []byte, source string, vs []VariantCounts) ([]byte, 
 func (d *decoder) sections(c *Checkpoint) {
 	for d.err == nil && d.rest() > 0 {
 		tag := d.uvarint()
-		at := d.pos
-		size := d.uvarint()
-		if d.err == nil && size > uint64(d.rest()) {
-			d.fail(at, ErrCorrupt, "section length %d exceeds the %d bytes left", size, d.rest())
-		}
-		if d.err != nil {
+		sub, ok := d.frame("section")
+		if !ok {
 			return
 		}
-		sub := decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
-		d.pos += int(size)
 		if tag != sectionVariants {
 			continue // a later feature's section
 		}
@@ -240,6 +221,10 @@ func (d *decoder) sections(c *Checkpoint) {
 
 // DecodeCheckpoint parses a checkpoint value of source. The reports come
 // back sorted by budget, with Budget and Source set.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 	d := decoder{what: "checkpoint", b: value}
 	minor := d.version(checkpointMajor)
@@ -258,15 +243,10 @@ func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 		if d.err == nil && len(c.Reports) > 0 && r.Budget <= c.Reports[len(c.Reports)-1].Budget {
 			d.fail(at, ErrCorrupt, "budget %q out of order or repeated", r.Budget)
 		}
-		at = d.pos
-		size := d.uvarint()
-		if d.err == nil && size > uint64(d.rest()) {
-			d.fail(at, ErrCorrupt, "body length %d exceeds the %d bytes left", size, d.rest())
-		}
-		if d.err != nil {
+		sub, ok := d.frame("body")
+		if !ok {
 			break
 		}
-		sub := decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
 		sub.body(&r)
 		if minor == 0 {
 			sub.end()
@@ -275,7 +255,6 @@ func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 			d.err = sub.err
 			break
 		}
-		d.pos += int(size)
 		c.Reports = append(c.Reports, r)
 	}
 	switch {
@@ -303,6 +282,10 @@ func DecodeCheckpoint(source string, value []byte) (Checkpoint, error) {
 // partition c.Source names). Produce it with a client whose partitioner
 // honours Record.Partition for topic (see Partitioner), inside the
 // transaction that commits the input offsets.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func CheckpointRecord(topic string, partition int32, c Checkpoint) (*kgo.Record, error) {
 	if topic == "" || partition < 0 {
 		return nil, errInvalidConfig("checkpoint topic %q partition %d", topic, partition)

@@ -2,9 +2,7 @@ package stats
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -23,6 +21,10 @@ import (
 // clientOpts are the caller's connection options (seed brokers, TLS, SASL,
 // dialer); LoadCheckpoint creates and closes its own consumer. ctx bounds the
 // whole read.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func LoadCheckpoint(ctx context.Context, clientOpts []kgo.Opt, topic, source string, partition int32) (c Checkpoint, found bool, err error) {
 	all, err := LoadCheckpoints(ctx, clientOpts, topic, map[string]int32{source: partition})
 	if err != nil {
@@ -35,6 +37,10 @@ func LoadCheckpoint(ctx context.Context, clientOpts []kgo.Opt, topic, source str
 // LoadCheckpoints is LoadCheckpoint for many sources at once, with one
 // consumer: sources maps each source name to its checkpoint partition. The
 // result holds the sources that have a checkpoint.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func LoadCheckpoints(ctx context.Context, clientOpts []kgo.Opt, topic string, sources map[string]int32) (map[string]Checkpoint, error) {
 	if topic == "" {
 		return nil, errInvalidConfig("empty checkpoint topic")
@@ -43,80 +49,37 @@ func LoadCheckpoints(ctx context.Context, clientOpts []kgo.Opt, topic string, so
 	if len(sources) == 0 {
 		return out, nil
 	}
-	parts := make(map[int32]kgo.Offset)
+	var parts []int32
 	for s, p := range sources {
 		if s == "" || p < 0 {
 			return nil, errInvalidConfig("source %q partition %d", s, p)
 		}
-		parts[p] = kgo.NewOffset().AtStart()
+		parts = append(parts, p)
 	}
-	cl, err := newReader(clientOpts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-
-	starts, ends, err := listOffsets(ctx, adm, topic)
-	if err != nil {
-		return nil, err
-	}
-	wantEnds := make(map[int32]int64, len(parts))
-	for p := range parts {
-		end, ok := ends[p]
-		if !ok {
-			return nil, &TopicError{Topic: topic, Op: "load checkpoint", Err: fmt.Errorf("%w: no partition %d (the topic has %d)", ErrTopicMismatch, p, len(ends))}
-		}
-		wantEnds[p] = end
-	}
-	track := newCatchUp(starts, wantEnds)
-
 	type latest struct {
 		c   Checkpoint
 		ok  bool  // false: tombstone
 		err error // newest record is undecodable
 	}
 	newest := make(map[string]latest, len(sources))
-	for !track.done() {
-		pctx, cancel := context.WithTimeout(ctx, recheckEvery)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return nil, &TopicError{Topic: topic, Op: "load checkpoint", Err: err}
+	err := readToEnd(ctx, clientOpts, topic, "load checkpoint", parts, func(r *kgo.Record) error {
+		src := string(r.Key)
+		if p, ok := sources[src]; !ok || p != r.Partition {
+			return nil
 		}
-		var fetchErr error
-		fs.EachError(func(t string, p int32, err error) {
-			if fetchErr == nil && !isStopErr(err) {
-				fetchErr = &TopicError{Topic: topic, Op: fmt.Sprintf("load checkpoint: fetch partition %d", p), Err: err}
-			}
-		})
-		if fetchErr != nil {
-			return nil, fetchErr
+		if r.Value == nil {
+			newest[src] = latest{}
+			return nil
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			track.saw(r.Partition, r.Offset)
-			if r.Attrs.IsControl() {
-				return
-			}
-			src := string(r.Key)
-			if p, ok := sources[src]; !ok || p != r.Partition {
-				return
-			}
-			if r.Value == nil {
-				newest[src] = latest{}
-				return
-			}
-			c, err := DecodeCheckpoint(src, r.Value)
-			if err != nil {
-				err = &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
-			}
-			newest[src] = latest{c: c, ok: err == nil, err: err}
-		})
-		if fs.Empty() && !track.done() {
-			if starts, _, err := listOffsets(ctx, adm, topic); err == nil {
-				track.starts(starts)
-			}
+		c, err := DecodeCheckpoint(src, r.Value)
+		if err != nil {
+			err = &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
 		}
+		newest[src] = latest{c: c, ok: err == nil, err: err}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for src, l := range newest {
 		if l.err != nil {

@@ -174,3 +174,20 @@ func (d *decoder) end() {
 		d.fail(d.pos, ErrCorrupt, "%d trailing bytes", d.rest())
 	}
 }
+
+// frame reads a uvarint length and returns a decoder over that many of the
+// bytes that follow, moving d past them. ok is false (d.err is set) when
+// the length exceeds what is left.
+func (d *decoder) frame(field string) (sub decoder, ok bool) {
+	at := d.pos
+	size := d.uvarint()
+	if d.err == nil && size > uint64(d.rest()) {
+		d.fail(at, ErrCorrupt, "%s length %d exceeds the %d bytes left", field, size, d.rest())
+	}
+	if d.err != nil {
+		return decoder{}, false
+	}
+	sub = decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
+	d.pos += int(size)
+	return sub, true
+}

@@ -82,12 +82,11 @@ func (v *View) ExperimentDefs() []ExperimentDef {
 // VariantTotals returns the cluster-wide counts of one experiment's
 // variants, by variant: the newest cumulative counts (events and keys) of
 // every source, summed. sources is the number of sources that reported.
+// It costs O(sources).
 func (v *View) VariantTotals(layer, experiment string) (totals map[string]VariantCount, sources int) {
 	totals = map[string]VariantCount{}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	bySrc := v.defs.variants[expID{layer, experiment}]
-	for _, vc := range bySrc {
+	vcs := v.VariantSources(layer, experiment)
+	for _, vc := range vcs {
 		for _, c := range vc.Counts {
 			t := totals[c.Variant]
 			t.Variant = c.Variant
@@ -96,17 +95,50 @@ func (v *View) VariantTotals(layer, experiment string) (totals map[string]Varian
 			totals[c.Variant] = t
 		}
 	}
-	return totals, len(bySrc)
+	return totals, len(vcs)
 }
 
 // VariantSources returns the newest variant counts of every source of one
-// experiment, sorted by source.
+// experiment, sorted by source: from the sources' ledgers, or from kind-3
+// records where they are newer.
 func (v *View) VariantSources(layer, experiment string) []VariantCounts {
+	id := ExperimentID{layer, experiment}
 	v.mu.RLock()
-	out := values(v.defs.variants[expID{layer, experiment}])
+	var out []VariantCounts
+	for _, s := range v.led.sources {
+		if e := s.exps[id]; e != nil {
+			out = append(out, VariantCounts{Layer: layer, Experiment: experiment, Source: s.name, At: s.at, Counts: e.counts})
+		}
+	}
+	for src, vc := range v.defs.variants[expID{layer, experiment}] {
+		if !v.legacyNewer(src, vc.At) {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(x VariantCounts) bool { return x.Source == src }); i >= 0 {
+			out[i] = vc // newer than the ledger's
+		} else {
+			out = append(out, vc)
+		}
+	}
 	v.mu.RUnlock()
 	slices.SortFunc(out, func(a, b VariantCounts) int { return strings.Compare(a.Source, b.Source) })
 	return out
+}
+
+// BudgetDef returns the newest published definition of budget.
+func (v *View) BudgetDef(budget string) (BudgetDef, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	d, ok := v.defs.budgets[budget]
+	return d, ok
+}
+
+// ExperimentDef returns the newest published definition of an experiment.
+func (v *View) ExperimentDef(layer, experiment string) (ExperimentDef, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	d, ok := v.defs.experiments[expID{layer, experiment}]
+	return d, ok
 }
 
 // values returns the values of m, in no particular order.

@@ -15,7 +15,7 @@ import (
 const patience = 20 * time.Second
 
 // testCtx is a context that ends before the test binary's own timeout.
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	t.Cleanup(cancel)
@@ -25,7 +25,7 @@ func testCtx(t *testing.T) context.Context {
 // newCluster starts a one-broker kfake cluster on an ephemeral loopback port
 // (kfake listens on 127.0.0.1, port 0 unless kfake.Ports is given) and
 // returns it with the connection options of a client.
-func newCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, []kgo.Opt) {
+func newCluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []kgo.Opt) {
 	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
 	if err != nil {
@@ -35,7 +35,7 @@ func newCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, []kgo.Opt) {
 	return c, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
 }
 
-func newClient(t *testing.T, conn []kgo.Opt, extra ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, conn []kgo.Opt, extra ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{}, conn...), extra...)...)
 	if err != nil {
@@ -45,7 +45,7 @@ func newClient(t *testing.T, conn []kgo.Opt, extra ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func ensure(t *testing.T, conn []kgo.Opt, specs ...TopicSpec) {
+func ensure(t testing.TB, conn []kgo.Opt, specs ...TopicSpec) {
 	t.Helper()
 	adm := kadm.NewClient(newClient(t, conn))
 	if err := EnsureTopics(testCtx(t), adm, specs...); err != nil {
@@ -65,7 +65,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func produceSync(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
+func produceSync(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
 	t.Helper()
 	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
 		t.Fatal(err)

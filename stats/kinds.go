@@ -37,10 +37,13 @@ import (
 // follow the known fields of a newer minor; in the minor it knows, trailing
 // bytes are corrupt. A nil value is a tombstone.
 //
-// Old readers: a build that knows only kind 1 rejects a key of kind 2-4
+// Kind 5 is a source's ledger (ledger_encoding.go), which replaces kinds
+// 1 and 3 as workers move to it.
+//
+// Old readers: a build that knows only kind 1 rejects a key of kind 2-5
 // with ErrUnknownVersion ("key version 2"); its View counts such records as
 // Skipped and carries on, and its flow exchange is unaffected (it reads
-// kind-1 records only). A reader that meets a kind above 4 does the same.
+// kind-1 records only). A reader that meets a kind above 5 does the same.
 //
 // Value layouts (times and floats as in encoding.go; "str" is a uvarint
 // length then the bytes, and may be empty unless stated):
@@ -69,9 +72,10 @@ const (
 	KindBudget     Kind = 2 // a budget's definition (BudgetDef)
 	KindVariants   Kind = 3 // a source's cumulative variant counts of one experiment (VariantCounts)
 	KindExperiment Kind = 4 // an experiment's variants and weights (ExperimentDef)
+	KindLedger     Kind = 5 // one record of a source's ledger (LedgerRecord, ledger_encoding.go)
 )
 
-var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition"}
+var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition", KindLedger: "ledger"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -143,7 +147,7 @@ type ExperimentDef struct {
 }
 
 // Record is one decoded stats record of any kind; the field of its Kind
-// is set (Report, Budget, Variants or Experiment). A tombstone has Deleted
+// is set (Report, Budget, Variants, Experiment or Ledger). A tombstone has Deleted
 // set and only the identity fields of its kind.
 type Record struct {
 	Kind       Kind
@@ -152,6 +156,7 @@ type Record struct {
 	Budget     BudgetDef
 	Variants   VariantCounts
 	Experiment ExperimentDef
+	Ledger     LedgerRecord
 }
 
 // DecodeRecord parses a stats record of any kind this build knows. A key of
@@ -188,6 +193,8 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		if err = d.err; err == nil && value != nil {
 			err = decodeExperimentDef(value, e)
 		}
+	case KindLedger:
+		rec.Ledger, err = DecodeLedger(key, value)
 	default:
 		err = &DecodeError{What: "key", Err: ErrUnknownVersion, Msg: fmt.Sprintf("key version %d: a record kind this build does not know", key[0])}
 	}

@@ -125,6 +125,10 @@ func TestOldReadersRejectNewKinds(t *testing.T) {
 	if _, _, err := DecodeReport(k, v); !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("DecodeReport of a budget definition: err = %v", err)
 	}
+	lk, lv, _ := EncodeLedger(sampleLedger(LedgerDelta))
+	if _, _, err := DecodeReport(lk, lv); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("DecodeReport of a ledger record: err = %v", err)
+	}
 	if _, err := DecodeRecord([]byte{9, 0, 1, 'x'}, []byte{1, 0}); !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("kind 9: err = %v", err)
 	}

@@ -23,16 +23,61 @@ func Partitioner(base kgo.Partitioner, manualTopics ...string) kgo.Partitioner {
 	return &partitioner{base: base, manual: m}
 }
 
+// LedgerPartitioner is Partitioner(base, manualTopics...) that also sends
+// the ledger records (kind 5) of statsTopic to Record.Partition (Ledger
+// sets it to the source's partition number), while the other records of
+// statsTopic (definitions, kind-1 reports) keep base's key hashing, so
+// that every worker writes a given definition key to one partition.
+func LedgerPartitioner(base kgo.Partitioner, statsTopic string, manualTopics ...string) kgo.Partitioner {
+	p := Partitioner(base, manualTopics...).(*partitioner)
+	p.ledger = statsTopic
+	return p
+}
+
 type partitioner struct {
 	base   kgo.Partitioner
 	manual map[string]struct{}
+	ledger string // the stats topic, "" for none
 }
 
 func (p *partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	if _, ok := p.manual[t]; ok {
 		return manualTopic{}
 	}
+	if t != "" && t == p.ledger {
+		return &ledgerTopic{base: p.base.ForTopic(t)}
+	}
 	return p.base.ForTopic(t)
+}
+
+// ledgerTopic partitions ledger records by Record.Partition and the others
+// with base, whose optional interfaces it passes through.
+type ledgerTopic struct{ base kgo.TopicPartitioner }
+
+func isLedgerKey(k []byte) bool { return len(k) > 0 && Kind(k[0]) == KindLedger }
+
+func (l *ledgerTopic) RequiresConsistency(r *kgo.Record) bool {
+	return isLedgerKey(r.Key) || l.base.RequiresConsistency(r)
+}
+
+func (l *ledgerTopic) Partition(r *kgo.Record, n int) int {
+	if isLedgerKey(r.Key) {
+		return int(r.Partition)
+	}
+	return l.base.Partition(r, n)
+}
+
+func (l *ledgerTopic) PartitionByBackup(r *kgo.Record, n int, it kgo.TopicBackupIter) int {
+	if b, ok := l.base.(kgo.TopicBackupPartitioner); ok && !isLedgerKey(r.Key) {
+		return b.PartitionByBackup(r, n, it)
+	}
+	return l.Partition(r, n)
+}
+
+func (l *ledgerTopic) OnNewBatch() {
+	if b, ok := l.base.(kgo.TopicPartitionerOnNewBatch); ok {
+		b.OnNewBatch()
+	}
 }
 
 type manualTopic struct{}

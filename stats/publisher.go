@@ -11,6 +11,11 @@ import (
 
 // Publisher turns reports into stats-topic records.
 //
+// Kind-1 reports are the exchange of workers that do not write ledgers
+// yet: the ledger (Ledger) replaces them, at a cost that follows the
+// changed pairs, once the consumer switches (see doc.go). The definition
+// records (BudgetRecord, ExperimentRecord, DefinitionRecords) stay.
+//
 // Coordination cost: one record per budget x source per call. Callers
 // publish once per sync interval the current reports of the sources they
 // own (flow's Tree.Reports); the topic is compacted, so it holds about one

@@ -34,8 +34,11 @@ type TopicSpec struct {
 	Configs map[string]string
 }
 
-// StatsTopic is the spec of the compacted stats topic. Its partition count
-// only spreads load: every View reads every partition.
+// StatsTopic is the spec of the compacted stats topic. partitions must be
+// at least the partition count of the largest input (or reward) topic:
+// the ledger of source "topic/p" lives in stats partition p, so that a
+// worker taking a partition restores it by reading one stats partition.
+// Every View reads every partition.
 func StatsTopic(name string, partitions int32) TopicSpec {
 	return TopicSpec{Name: name, Partitions: partitions, Compact: true}
 }
@@ -43,6 +46,10 @@ func StatsTopic(name string, partitions int32) TopicSpec {
 // CheckpointTopic is the spec of the compacted checkpoint topic: it needs at
 // least as many partitions as the largest input topic, since the checkpoint
 // of input partition p is stored in its partition p.
+//
+// Deprecated: the ledger of each source on the stats topic (Ledger,
+// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
+// has switched to it.
 func CheckpointTopic(name string, inputPartitions int32) TopicSpec {
 	return TopicSpec{Name: name, Partitions: inputPartitions, Compact: true}
 }

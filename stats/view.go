@@ -16,13 +16,17 @@ import (
 	"github.com/throttler/throttler/flow"
 )
 
-// View is the cluster view: the newest report of every budget x source,
-// kept in memory by following the whole stats topic from its start with a
-// consumer of its own (read_committed, no group, every partition).
-//
-// The newest record of a key wins, in the topic's offset order; a tombstone
-// removes the key. Records that cannot be decoded (corrupt, or written by a
-// newer major version) are skipped and counted in Stats.
+// View is the cluster view, kept in memory by following the whole stats
+// topic from its start with a consumer of its own (read_committed, no
+// group, every partition): every source's ledger folded (kind 5,
+// ledger_fold.go), holding only the (budget, source) entries that count
+// something, indexed by budget; the definitions (kinds 2 and 4); and,
+// while workers still publish them, the kind-1 reports and kind-3 variant
+// counts, of which the newest record of a key wins and a tombstone removes
+// the key. Where a source has both a ledger and kind-1 (or kind-3)
+// records, the newer instant wins.
+// Records that cannot be decoded (corrupt, a newer major version, a kind
+// this build does not know) are skipped and counted in Stats.
 //
 // A View is safe for concurrent use by many goroutines. It implements the
 // read side of flow.Exchange; Exchange adds the write side. The zero value
@@ -35,8 +39,15 @@ type View struct {
 	created time.Time
 
 	mu      sync.RWMutex
-	budgets map[string][]flow.Report // by budget, sorted by source
+	led     ledgerIndex              // kind 5 (view_ledger.go)
+	budgets map[string][]flow.Report // kind 1, by budget, sorted by source
 	defs    definitions              // kinds 2-4 (definitions.go)
+	gen     uint64                   // counts changes to the set of budgets
+
+	sortMu sync.Mutex
+	sorted []string // the budgets, sorted, as of sortGen
+	sortOK bool
+	sortGn uint64
 
 	caught      chan struct{} // closed once caught up
 	caughtUp    atomic.Bool
@@ -49,7 +60,8 @@ type View struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
-	ops       []viewOp // reused by the reading goroutine only
+	ops       []viewOp   // reused by the reading goroutine only
+	ents      []rawEntry // the ledger entries of ops, likewise
 }
 
 type errBox struct{ err error }
@@ -58,6 +70,13 @@ type viewOp struct {
 	r       flow.Report
 	deleted bool
 	other   *Record // a record of kind 2-4, else nil
+	ledger  bool    // a ledger record: the fields below
+	src     []byte
+	part    LedgerPart
+	index   uint32
+	h       ledgerHeader
+	from    int // its entries are ents[from:to]
+	to      int
 }
 
 // ViewStats are a View's counters, for the caller's metrics.
@@ -68,7 +87,7 @@ type ViewStats struct {
 	FetchErrors uint64 // fetch errors the client reported (it retries on its own)
 	LastError   error  // the newest decode (*RecordError) or fetch (*TopicError) error, or nil
 	Budgets     int    // budgets known
-	Sources     int    // budget x source pairs known
+	Sources     int    // (budget, source) pairs known (non-zero ledger entries, and kind-1 reports)
 }
 
 // NewView starts following topic. clientOpts are the caller's connection
@@ -125,36 +144,123 @@ func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Op
 // Topic returns the stats topic the View follows.
 func (v *View) Topic() string { return v.topic }
 
-// View appends to dst the newest report of every source of budget, sorted
-// by source, and returns the extended slice. It implements
-// flow.Exchange.View.
+// View appends to dst the report of every source of budget, sorted by
+// source, and returns the extended slice; it implements
+// flow.Exchange.View. A ledger entry's report has the source's newest
+// vouched instant as At (SourceInfo.At): a source whose owner is alive but
+// idle keeps a recent At, a silent owner's falls behind. Sources without
+// a non-zero entry are left out. It costs O(sources of budget).
 func (v *View) View(budget string, dst []flow.Report) []flow.Report {
 	v.mu.RLock()
-	dst = append(dst, v.budgets[budget]...)
+	dst = v.appendView(budget, dst)
 	v.mu.RUnlock()
 	return dst
 }
 
-// Report returns the newest report of budget x source, if the View has one.
+// appendView is View under the read lock: the ledger entries and the
+// kind-1 reports of budget merged by source; where a source has both (a
+// ledger record and a kind-1 report), the newer instant wins, so workers
+// of either kind may own a source during an upgrade or a rollback.
+func (v *View) appendView(budget string, dst []flow.Report) []flow.Report {
+	var led []*ventry
+	if b := v.led.budgets[budget]; b != nil {
+		led = b.entries
+	}
+	legacy := v.budgets[budget]
+	if len(legacy) == 0 { // every source writes a ledger
+		for _, ve := range led {
+			dst = append(dst, ve.report(budget))
+		}
+		return dst
+	}
+	for i, j := 0, 0; i < len(led) || j < len(legacy); {
+		var c int
+		switch {
+		case j == len(legacy):
+			c = -1
+		case i == len(led):
+			c = 1
+		default:
+			c = strings.Compare(led[i].src.name, legacy[j].Source)
+		}
+		switch {
+		case c < 0:
+			dst = append(dst, led[i].report(budget))
+			i++
+		case c > 0:
+			if r := legacy[j]; v.legacyShown(r) {
+				dst = append(dst, r)
+			}
+			j++
+		default:
+			if r := legacy[j]; r.At.After(led[i].src.at) {
+				dst = append(dst, r)
+			} else {
+				dst = append(dst, led[i].report(budget))
+			}
+			i, j = i+1, j+1
+		}
+	}
+	return dst
+}
+
+// legacyShown says whether a kind-1 report (or kind-3 counts) of a source
+// at instant at is newer than the source's ledger, if it has one.
+func (v *View) legacyShown(r flow.Report) bool { return v.legacyNewer(r.Source, r.At) }
+
+func (v *View) legacyNewer(source string, at time.Time) bool {
+	s := v.led.sources[source]
+	return s == nil || at.After(s.at)
+}
+
+// Report returns the report of budget x source, if the View has one (the
+// newer of its ledger entry and its kind-1 report).
 func (v *View) Report(budget, source string) (flow.Report, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	var led *ventry
+	if b := v.led.budgets[budget]; b != nil {
+		if i, ok := searchEntry(b.entries, source); ok {
+			led = b.entries[i]
+		}
+	}
 	rs := v.budgets[budget]
-	if i, ok := searchSource(rs, source); ok {
+	if i, ok := searchSource(rs, source); ok && v.legacyShown(rs[i]) && (led == nil || rs[i].At.After(led.src.at)) {
 		return rs[i], true
+	}
+	if led != nil {
+		return led.report(budget), true
 	}
 	return flow.Report{}, false
 }
 
-// Budgets returns the budgets the View has reports for, sorted.
-func (v *View) Budgets() []string {
+// Budgets returns the budgets the View has reports for, sorted. The sorted
+// list is kept until a budget appears or disappears, so a call costs a
+// copy of it.
+func (v *View) Budgets() []string { return slices.Clone(v.sortedBudgets()) }
+
+// sortedBudgets returns the shared sorted list of budgets.
+func (v *View) sortedBudgets() []string {
 	v.mu.RLock()
-	out := make([]string, 0, len(v.budgets))
-	for b := range v.budgets {
+	gen := v.gen
+	v.sortMu.Lock()
+	defer v.sortMu.Unlock()
+	if v.sortOK && v.sortGn == gen {
+		v.mu.RUnlock()
+		return v.sorted
+	}
+	out := make([]string, 0, len(v.led.budgets)+len(v.budgets))
+	for b := range v.led.budgets {
 		out = append(out, b)
+	}
+	for b := range v.budgets {
+		if v.led.budgets[b] == nil {
+			out = append(out, b)
+		}
 	}
 	v.mu.RUnlock()
 	sort.Strings(out)
+	v.sorted, v.sortOK, v.sortGn = out, true, gen
 	return out
 }
 
@@ -206,9 +312,23 @@ func (v *View) Stats() ViewStats {
 		s.LastError = b.err
 	}
 	v.mu.RLock()
-	s.Budgets = len(v.budgets)
-	for _, rs := range v.budgets {
-		s.Sources += len(rs)
+	s.Budgets, s.Sources = len(v.led.budgets), v.led.entries
+	for b, rs := range v.budgets {
+		lb := v.led.budgets[b]
+		if lb == nil {
+			s.Budgets++
+		}
+		for _, r := range rs {
+			if !v.legacyShown(r) {
+				continue
+			}
+			if lb != nil {
+				if _, both := searchEntry(lb.entries, r.Source); both {
+					continue // shown instead of the ledger entry
+				}
+			}
+			s.Sources++
+		}
 	}
 	v.mu.RUnlock()
 	return s
@@ -271,7 +391,7 @@ func (v *View) run(track *catchUp) {
 // apply decodes the fetched records, then applies them in order under one
 // write lock.
 func (v *View) apply(fs kgo.Fetches, track *catchUp) {
-	ops := v.ops[:0]
+	ops, ents := v.ops[:0], v.ents[:0]
 	fs.EachRecord(func(rec *kgo.Record) {
 		if track != nil {
 			track.saw(rec.Partition, rec.Offset)
@@ -279,68 +399,100 @@ func (v *View) apply(fs kgo.Fetches, track *catchUp) {
 		if rec.Attrs.IsControl() {
 			return
 		}
-		if len(rec.Key) > 0 && Kind(rec.Key[0]) != KindReport {
-			o, err := DecodeRecord(rec.Key, rec.Value)
-			if err != nil {
-				v.skipped.Add(1)
-				v.setErr(&RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err})
-				return
-			}
-			ops = append(ops, viewOp{other: &o, deleted: o.Deleted})
-			return
-		}
-		r, deleted, err := DecodeReport(rec.Key, rec.Value)
+		op, err := decodeOp(rec, &ents)
 		if err != nil {
 			v.skipped.Add(1)
 			v.setErr(&RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err})
 			return
 		}
-		ops = append(ops, viewOp{r: r, deleted: deleted})
+		ops = append(ops, op)
 	})
-	v.ops = ops[:0]
-	if len(ops) == 0 {
-		return
-	}
-	var applied, deleted uint64
-	v.mu.Lock()
-	for _, op := range ops {
-		if op.other != nil {
-			if op.deleted {
+	if len(ops) > 0 {
+		var deleted uint64
+		v.mu.Lock()
+		for i := range ops {
+			if v.applyOp(&ops[i], ents) {
 				deleted++
-			} else {
-				applied++
 			}
-			v.defs.apply(op.other)
-			continue
 		}
-		rs := v.budgets[op.r.Budget]
-		i, found := searchSource(rs, op.r.Source)
-		switch {
-		case op.deleted:
-			deleted++
-			if !found {
-				continue
-			}
-			rs = slices.Delete(rs, i, i+1)
-			if len(rs) == 0 {
-				delete(v.budgets, op.r.Budget)
-				continue
-			}
-		case found:
-			applied++
-			rs[i] = op.r
-		default:
-			applied++
-			rs = slices.Insert(rs, i, op.r)
-		}
-		v.budgets[op.r.Budget] = rs
+		v.mu.Unlock()
+		v.applied.Add(uint64(len(ops)) - deleted)
+		v.deleted.Add(deleted)
+		now := v.cfg.now()
+		v.lastApplied.Store(&now)
 	}
-	v.mu.Unlock()
-	clear(ops) // drop references to names
-	v.applied.Add(applied)
-	v.deleted.Add(deleted)
-	now := v.cfg.now()
-	v.lastApplied.Store(&now)
+	clear(ops) // drop references to names and to the fetched bytes
+	clear(ents)
+	v.ops, v.ents = ops[:0], ents[:0]
+}
+
+// decodeOp decodes a record; a ledger record's entries go to ents and
+// alias the record's bytes.
+func decodeOp(rec *kgo.Record, ents *[]rawEntry) (viewOp, error) {
+	switch {
+	case len(rec.Key) > 0 && Kind(rec.Key[0]) == KindLedger:
+		src, part, index, err := parseLedgerKey(rec.Key)
+		if err != nil {
+			return viewOp{}, err
+		}
+		op := viewOp{ledger: true, src: src, part: part, index: index, deleted: rec.Value == nil, from: len(*ents)}
+		if rec.Value != nil {
+			op.h, *ents, err = decodeLedgerValue(part, index, rec.Value, *ents)
+		}
+		op.to = len(*ents)
+		return op, err
+	case len(rec.Key) > 0 && Kind(rec.Key[0]) != KindReport:
+		o, err := DecodeRecord(rec.Key, rec.Value)
+		return viewOp{other: &o, deleted: o.Deleted}, err
+	}
+	r, deleted, err := DecodeReport(rec.Key, rec.Value)
+	return viewOp{r: r, deleted: deleted}, err
+}
+
+// applyOp applies one decoded record under the write lock; it reports
+// whether the record was a tombstone.
+func (v *View) applyOp(op *viewOp, ents []rawEntry) bool {
+	switch {
+	case op.ledger:
+		// A tombstone only says its key is obsolete: what it held is
+		// superseded by a higher sequence already.
+		if !op.deleted {
+			v.led.fold(op.src, op.part, op.index, &op.h, ents[op.from:op.to])
+			if v.led.changed {
+				v.led.changed = false
+				v.gen++
+			}
+		}
+	case op.other != nil:
+		v.defs.apply(op.other)
+	default:
+		v.applyReport(op.r, op.deleted)
+	}
+	return op.deleted
+}
+
+// applyReport applies a kind-1 report or tombstone.
+func (v *View) applyReport(r flow.Report, deleted bool) {
+	rs := v.budgets[r.Budget]
+	i, found := searchSource(rs, r.Source)
+	switch {
+	case deleted && !found:
+		return
+	case deleted:
+		if rs = slices.Delete(rs, i, i+1); len(rs) == 0 {
+			delete(v.budgets, r.Budget)
+			v.gen++
+			return
+		}
+	case found:
+		rs[i] = r
+	default:
+		if len(rs) == 0 {
+			v.gen++
+		}
+		rs = slices.Insert(rs, i, r)
+	}
+	v.budgets[r.Budget] = rs
 }
 
 func searchSource(rs []flow.Report, source string) (int, bool) {

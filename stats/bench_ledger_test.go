@@ -1,0 +1,216 @@
+package stats
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// Benchmarks of the coordination cost, against today's records in the
+// same run. Cost figures are counted from a deterministic run (records and
+// bytes do not depend on the machine); ns/op is the CPU of one commit.
+//
+//	go test ./stats -run XXX -bench 'Ledger|ViewFold|ViewBudget' -benchmem
+
+// commitsPerSecond and syncsPerSecond turn per-commit figures into per
+// second ones: the consumer commits every 100 ms under load and syncs
+// (publishes kind-1 reports) every second by default.
+const (
+	commitsPerSecond = 10
+	syncsPerSecond   = 1
+	changedPerCommit = 10
+)
+
+// fill commits one report for every budget of the driver: a ledger whose
+// every budget counts something, logged but not accounted. It returns
+// the heap the ledger took.
+func (d *driver) fill() (heap uint64) {
+	var c Changes
+	for _, b := range d.budgets {
+		r := flow.Report{Budget: b, Since: t1, Total: flow.Counters{Offered: 30, Passed: 10}, InPeriod: flow.Counters{Passed: 1}}
+		d.counts[b] = r
+		c.Reports = append(c.Reports, r)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	recs, err := d.l.Records(c, 0, d.now)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.l.Committed()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	d.log.recs = append(d.log.recs, recs...) // after measuring: the records are not the ledger's
+	return after.HeapAlloc - before.HeapAlloc
+}
+
+// todayPerSource is what today's consumer writes for one source holding n
+// budgets: one checkpoint record per commit, and one kind-1 report per
+// budget per sync.
+func todayPerSource(n int) (checkpointBytes, reportBytes int) {
+	cp := Checkpoint{Source: "events/7", Offset: 1 << 40}
+	for i := range n {
+		cp.Reports = append(cp.Reports, flow.Report{Budget: fmt.Sprintf("campaign/%06d", i), Source: "events/7", At: t0, Since: t1,
+			Total: flow.Counters{Offered: 30, Passed: 10}, InPeriod: flow.Counters{Passed: 1}})
+	}
+	v, err := EncodeCheckpoint(cp)
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range cp.Reports {
+		k, val, _ := EncodeReport(r)
+		reportBytes += len(k) + len(val)
+	}
+	return len(v) + len("events/7"), reportBytes
+}
+
+// BenchmarkLedgerCommit is one source holding 1k, 10k or 100k budgets, of
+// which 10 change per commit. Metrics per commit and per second (10
+// commits and 1 sync per second), the ledger's against today's checkpoint
+// plus kind-1 reports, and the writer's memory per entry.
+func BenchmarkLedgerCommit(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("budgets=%d", n), func(b *testing.B) {
+			l := newTestLedger(b, "events/7")
+			d := newDriver(b, n, l)
+			writerBytes := float64(d.fill()) / float64(n)
+
+			// Three snapshot cycles at least, counted.
+			commits := 0
+			for snaps := 0; snaps < 3 && commits < 400_000; commits++ {
+				if isSnapshot(d.commit(Changes{Reports: d.touch(changedPerCommit)})) {
+					snaps++
+				}
+			}
+			d.log = &simLog{}
+			b.ResetTimer()
+			for b.Loop() {
+				d.now, d.offset = d.now.Add(1), d.offset+1
+				if _, err := l.Records(Changes{Reports: d.touch(changedPerCommit)}, d.offset, d.now); err != nil {
+					b.Fatal(err)
+				}
+				l.Committed()
+			}
+			b.StopTimer()
+			b.ReportMetric(writerBytes, "writer-B/entry")
+			perCommit := float64(d.written) / float64(commits)
+			b.ReportMetric(perCommit, "ledger-B/commit")
+			b.ReportMetric(float64(d.records)/float64(commits), "ledger-rec/commit")
+			b.ReportMetric(perCommit*commitsPerSecond, "ledger-B/s")
+			b.ReportMetric(float64(d.records)/float64(commits)*commitsPerSecond, "ledger-rec/s")
+			b.ReportMetric(float64(d.lastSnap), "snapshot-B")
+			ckpt, reports := todayPerSource(n)
+			b.ReportMetric(float64(ckpt), "today-ckpt-B/commit")
+			b.ReportMetric(float64(ckpt*commitsPerSecond+reports*syncsPerSecond), "today-B/s")
+			b.ReportMetric(float64(commitsPerSecond+n*syncsPerSecond), "today-rec/s")
+		})
+	}
+}
+
+func isSnapshot(recs []*kgo.Record) bool {
+	if len(recs) == 0 {
+		return false
+	}
+	_, part, _, _ := parseLedgerKey(recs[0].Key)
+	return part == LedgerSnapshot
+}
+
+// viewRecords returns the snapshot records of sources' ledgers, each with
+// perSource non-zero entries drawn at random (seeded) out of budgets.
+func viewRecords(b *testing.B, sources, budgets, perSource int) (recs []*kgo.Record, entries int) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for s := range sources {
+		src := SourceName("events", int32(s))
+		l := newTestLedger(b, src)
+		var c Changes
+		for i, k := range rng.Perm(budgets)[:perSource] {
+			name := fmt.Sprintf("campaign/%06d", k)
+			c.Reports = append(c.Reports, flow.Report{Budget: name, Since: t1, Total: flow.Counters{Offered: uint64(30 + i), Passed: 10}})
+		}
+		r, err := l.Records(c, 100, t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.Committed()
+		recs = append(recs, r...)
+		entries += len(l.State().Reports)
+	}
+	return recs, entries
+}
+
+// foldAll folds records into a fresh index, as a View's reader does.
+func foldAll(b testing.TB, recs []*kgo.Record) *View {
+	v := &View{}
+	var ents []rawEntry
+	for _, r := range recs {
+		op, err := decodeOp(r, &ents)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v.applyOp(&op, ents)
+		ents = ents[:0]
+	}
+	return v
+}
+
+// BenchmarkViewFold folds 48 sources' snapshots of 5,000 non-zero entries
+// each (100k budgets, 5% non-zero per source) into a View: the cost of
+// catching up per entry (decode and index, no Kafka), and the memory the
+// View keeps per entry.
+func BenchmarkViewFold(b *testing.B) {
+	recs, entries := viewRecords(b, 48, 100_000, 5_000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := foldAll(b, recs)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := v.Stats().Sources; got != entries {
+		b.Fatalf("folded %d entries, want %d", got, entries)
+	}
+	perEntry := float64(after.HeapAlloc-before.HeapAlloc) / float64(entries)
+	runtime.KeepAlive(v)
+	b.ResetTimer()
+	for b.Loop() {
+		foldAll(b, recs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
+	b.ReportMetric(perEntry, "view-B/entry")
+	b.ReportMetric(float64(entries), "entries")
+}
+
+// BenchmarkViewBudget is View(budget) for a budget with 48 sources and one
+// with the fewest, among 100k budgets: O(sources of the budget), no allocation with
+// a reused dst.
+func BenchmarkViewBudget(b *testing.B) {
+	recs, _ := viewRecords(b, 48, 100_000, 5_000)
+	wide, _ := viewRecords(b, 48, 1, 1) // "campaign/000000" in every source
+	v := foldAll(b, append(recs, wide...))
+	narrow, fewest := "", 48
+	for name, vb := range v.led.budgets {
+		if n := len(vb.entries); n < fewest || (n == fewest && name < narrow) {
+			narrow, fewest = name, n
+		}
+	}
+	for _, c := range []struct {
+		budget  string
+		sources int
+	}{{"campaign/000000", 48}, {narrow, fewest}} {
+		b.Run(fmt.Sprintf("sources=%d", c.sources), func(b *testing.B) {
+			if n := len(v.View(c.budget, nil)); n != c.sources {
+				b.Fatalf("%s has %d sources, want %d", c.budget, n, c.sources)
+			}
+			var dst []flow.Report
+			for b.Loop() {
+				dst = v.View(c.budget, dst[:0])
+			}
+		})
+	}
+}
