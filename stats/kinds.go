@@ -42,6 +42,8 @@ import (
 // Skipped and carries on, and its flow exchange is unaffected (it reads
 // kind-1 records only). A reader that meets a kind above 4 does the same.
 //
+// Kind 6 is a worker's status, for operators (workerstatus.go).
+//
 // Value layouts (times and floats as in encoding.go; "str" is a uvarint
 // length then the bytes, and may be empty unless stated):
 //
@@ -71,7 +73,7 @@ const (
 	KindExperiment Kind = 4 // an experiment's variants and weights (ExperimentDef)
 )
 
-var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition"}
+var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition", KindWorker: "worker status"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -143,7 +145,7 @@ type ExperimentDef struct {
 }
 
 // Record is one decoded stats record of any kind; the field of its Kind
-// is set (Report, Budget, Variants or Experiment). A tombstone has Deleted
+// is set (Report, Budget, Variants, Experiment or Worker). A tombstone has Deleted
 // set and only the identity fields of its kind.
 type Record struct {
 	Kind       Kind
@@ -152,6 +154,7 @@ type Record struct {
 	Budget     BudgetDef
 	Variants   VariantCounts
 	Experiment ExperimentDef
+	Worker     WorkerStatus
 }
 
 // DecodeRecord parses a stats record of any kind this build knows. A key of
@@ -188,6 +191,8 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		if err = d.err; err == nil && value != nil {
 			err = decodeExperimentDef(value, e)
 		}
+	case KindWorker:
+		err = decodeWorker(key, value, &rec.Worker)
 	default:
 		err = &DecodeError{What: "key", Err: ErrUnknownVersion, Msg: fmt.Sprintf("key version %d: a record kind this build does not know", key[0])}
 	}
