@@ -177,14 +177,7 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 		due = end.Add(-d.Reserve)
 	}
 	b.TimeLeftSeconds = max(due.Sub(now).Seconds(), 0)
-	switch span := due.Sub(start); {
-	case !now.After(start):
-		b.Ideal = 0
-	case !now.Before(due) || span <= 0:
-		b.Ideal = d.Target
-	default:
-		b.Ideal = d.Target * float64(now.Sub(start)) / float64(span)
-	}
+	b.Ideal = idealAt(d.Target, start, due, now)
 	var rewards float64
 	for _, r := range reps {
 		b.Sources++
@@ -208,6 +201,29 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 		b.Deviation = (b.Achieved - b.Ideal) / d.Target
 	}
 	return b
+}
+
+// IdealAt is where the budget's ideal course stands at t in its current
+// window or period: 0 until Start, Target from the instant it must be
+// spent (Finish less the reserve) on, a straight line between.
+func (b Budget) IdealAt(t time.Time) float64 {
+	return idealAt(b.Target, b.Start, b.Due(), t)
+}
+
+// Due is the instant the budget must be spent by: Finish less the reserve.
+func (b Budget) Due() time.Time {
+	return b.Finish.Add(-time.Duration(math.Round(b.ReserveSeconds * float64(time.Second))))
+}
+
+func idealAt(target float64, start, due, t time.Time) float64 {
+	switch span := due.Sub(start); {
+	case !t.After(start):
+		return 0
+	case !t.Before(due) || span <= 0:
+		return target
+	default:
+		return target * float64(t.Sub(start)) / float64(span)
+	}
 }
 
 func experiment(src Source, e stats.ExperimentDef, now time.Time) Experiment {

@@ -72,6 +72,10 @@ func TestBuild(t *testing.T) {
 		if d := c.Ideal - step.clickIdeal; d > 1e-9 || d < -1e-9 || c.Achieved != step.clickGot || c.Kind != "rewards" {
 			t.Errorf("at %v: clicks ideal %v achieved %v, want %v %v", step.at, c.Ideal, c.Achieved, step.clickIdeal, step.clickGot)
 		}
+		// IdealAt, from the document's fields alone, agrees with Build.
+		if w.IdealAt(now) != w.Ideal || c.IdealAt(now) != c.Ideal || !w.Due().Equal(begin.Add(80*time.Second)) {
+			t.Errorf("at %v: IdealAt %v %v, Build %v %v; due %v", step.at, w.IdealAt(now), c.IdealAt(now), w.Ideal, c.Ideal, w.Due())
+		}
 		x := st.Experiments[0]
 		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 || x.Keys != 390 || *x.Variants[0].Share != 90.0/390 ||
 			*x.NewestCountsAge != step.at.Seconds() {
