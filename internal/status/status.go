@@ -137,7 +137,9 @@ func Build(src Source, topic string, now time.Time) Status {
 		st.Experiments = append(st.Experiments, x)
 	}
 	var reps []flow.Report
-	for _, d := range src.BudgetDefs() {
+	defs := src.BudgetDefs()
+	st.Budgets = make([]Budget, 0, len(defs))
+	for _, d := range defs {
 		reps = src.View(d.Budget.Name, reps[:0])
 		b := budget(d.Budget, reps, now)
 		b.Variant = limitOf[b.Name]
