@@ -33,6 +33,7 @@ var commands = []*command{
 	simulateCmd,
 	benchCmd,
 	statusCmd,
+	dashboardCmd,
 	budgetSetCmd,
 	budgetDeleteCmd,
 	budgetResetCmd,
