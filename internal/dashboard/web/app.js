@@ -106,7 +106,7 @@ function progress(b) {
 
 // spark draws the deviation trend with the ±1% band.
 function spark(trend) {
-  if (!trend || trend.length < 2) return "";
+  if (!trend || trend.length < 2) return `<small class="muted">collecting…</small>`;
   const W = 110, H = 24, m = Math.max(0.02, ...trend.map(Math.abs)) * 1.1;
   const y = (v) => (H / 2 - (v / m) * (H / 2)).toFixed(1);
   const pts = trend.map((v, i) => `${((i * (W - 2)) / (trend.length - 1) + 1).toFixed(1)},${y(v)}`).join(" ");
