@@ -62,6 +62,12 @@ type Budget struct {
 	// age in seconds of the oldest of their reports.
 	Sources         int     `json:"sources"`
 	OldestReportAge float64 `json:"oldest_report_age_seconds"`
+	// CountsAt is the instant the counts stand for: the report instants
+	// of the sources that counted, weighted by their traffic (offered
+	// events and rewards, plus one). Reports are up to a sync interval
+	// old, so in a short window the ideal course at CountsAt is the fair
+	// comparison (the dashboard's). Null when no source counted.
+	CountsAt *time.Time `json:"counts_at"`
 	// Variant is "layer/experiment/variant" for the budget of a variant
 	// limit, else empty.
 	Variant string `json:"variant,omitempty"`
@@ -180,7 +186,7 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 	}
 	b.TimeLeftSeconds = max(due.Sub(now).Seconds(), 0)
 	b.Ideal = idealAt(d.Target, start, due, now)
-	var rewards float64
+	var rewards, wsum, tsum float64
 	for _, r := range reps {
 		b.Sources++
 		b.OldestReportAge = max(b.OldestReportAge, now.Sub(r.At).Seconds())
@@ -190,6 +196,13 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 		b.Offered += r.InPeriod.Offered
 		b.Passed += r.InPeriod.Passed
 		rewards += r.InPeriod.Rewards
+		w := float64(r.InPeriod.Offered) + r.InPeriod.Rewards + 1
+		wsum += w
+		tsum += w * float64(r.At.Sub(start))
+	}
+	if wsum > 0 {
+		at := start.Add(time.Duration(tsum / wsum)).UTC()
+		b.CountsAt = &at
 	}
 	b.Achieved = float64(b.Passed)
 	if d.Rewards {
