@@ -290,3 +290,22 @@ func TestPagesOffline(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviationAsOfCounts: counts reported a second before the sample are
+// compared with the ideal course a second before, and drawn there.
+func TestDeviationAsOfCounts(t *testing.T) {
+	src := newFake()
+	src.budget(flow.Budget{Name: "w", Target: 1000, Begin: begin, End: begin.Add(100 * time.Second)})
+	src.report("w", "e/0", begin.Add(50*time.Second), 1000, 500, 0)
+	now := begin.Add(51 * time.Second)
+	s := New(src, Clock(func() time.Time { return now }))
+	u := serve(t, s)
+	d := getJSON[BudgetDetail](t, u+"/api/v1/budgets/w")
+	b := d.Budget
+	if b.Ideal != 500 || b.Deviation != 0 || b.State != StateOnCourse || !b.CountsAt.Equal(begin.Add(50*time.Second)) {
+		t.Errorf("budget %+v", b)
+	}
+	if len(d.Curve) != 1 || !d.Curve[0].T.Equal(begin.Add(50*time.Second)) || d.Curve[0].Deviation != 0 {
+		t.Errorf("curve %+v", d.Curve)
+	}
+}

@@ -182,7 +182,11 @@ func (s *Server) Sample(now time.Time) {
 	h.limits(len(snap.budgets), now)
 	for i := range snap.budgets {
 		b := &snap.budgets[i].Budget
-		h.add(b.Name, b.Start, now, b.Achieved, float64(b.Passed), b.IdealAt)
+		at := now // the instant the counts stand for
+		if b.CountsAt != nil && b.CountsAt.Before(now) {
+			at = *b.CountsAt
+		}
+		h.add(b.Name, b.Start, at, b.Achieved, float64(b.Passed), b.IdealAt)
 	}
 	if prev == nil || len(h.curves) > len(snap.budgets) {
 		h.forget(func(name string) bool { _, ok := snap.index[name]; return ok })

@@ -22,7 +22,8 @@ const (
 )
 
 // Budget is one budget in the API: its status (the fields of `throttler
-// status --json`) and what the dashboard adds.
+// status --json`, but Ideal and Deviation taken at CountsAt, the instant
+// the counts stand for) and what the dashboard adds.
 type Budget struct {
 	status.Budget
 	// State is one of the State constants.
@@ -135,6 +136,7 @@ func buildSnapshot(st status.Status, workers []stats.WorkerStatus, staleAfter ti
 	sm := &s.summary
 	sm.Version, sm.StatsTopic, sm.At, sm.Seq, sm.Band = APIVersion, st.StatsTopic, st.At, seq, Band
 	for i, b := range st.Budgets {
+		asOfCounts(&b, st.At)
 		s.budgets[i] = Budget{Budget: b, State: stateOf(&b, st.At, staleAfter)}
 		s.lower[i] = strings.ToLower(b.Name)
 		s.index[b.Name] = int32(i)
@@ -161,6 +163,20 @@ func buildSnapshot(st status.Status, workers []stats.WorkerStatus, staleAfter ti
 	s.orders()
 	s.workerRows(workers, st.At)
 	return s
+}
+
+// asOfCounts sets the budget's Ideal and Deviation at the instant its
+// counts stand for (CountsAt, when before now) rather than at now: the
+// reports are up to a sync interval old, which in a short window is a
+// percent of the target.
+func asOfCounts(b *status.Budget, now time.Time) {
+	if b.CountsAt == nil || !b.CountsAt.Before(now) {
+		return
+	}
+	b.Ideal = b.IdealAt(*b.CountsAt)
+	if b.Target > 0 {
+		b.Deviation = (b.Achieved - b.Ideal) / b.Target
+	}
 }
 
 // stateOf classifies a budget at now.
