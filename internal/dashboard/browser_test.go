@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,32 @@ func shotDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestScreenshotURL saves screenshots of a running dashboard's pages
+// ($THROTTLER_SCREENSHOT_URL, e.g. the URL `throttler demo` prints) in
+// $THROTTLER_SCREENSHOTS or a temporary directory: how docs/dashboard.png
+// is made. It skips without the URL.
+func TestScreenshotURL(t *testing.T) {
+	url := os.Getenv("THROTTLER_SCREENSHOT_URL")
+	if url == "" {
+		t.Skip("set THROTTLER_SCREENSHOT_URL to a running dashboard's URL")
+	}
+	ctx := newBrowser(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 720)); err != nil {
+		t.Fatal(err)
+	}
+	dir := shotDir(t)
+	for _, page := range []struct{ path, ready, file string }{
+		{"", `document.querySelectorAll("#budget-rows tr[data-budget]").length > 0`, "dashboard-budgets.png"},
+		{"budgets/brand", `document.querySelector("svg.chart polyline.achieved") != null`, "dashboard-budget.png"},
+		{"experiments", `document.querySelector(".exp") != null`, "dashboard-experiments.png"},
+		{"workers", `document.querySelector("#workers-view table") != null`, "dashboard-workers.png"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(strings.TrimSuffix(url, "/")+"/"+page.path)); err != nil {
+			t.Fatal(err)
+		}
+		waitTrue(t, ctx, page.file, page.ready+` && document.querySelector("#live.ok") != null`)
+		screenshot(t, ctx, dir, page.file)
+	}
 }

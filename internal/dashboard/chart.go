@@ -20,11 +20,11 @@ import (
 //	rewards    rewards per pass over time (reward budgets only)
 
 const (
-	chartW    = 960
+	chartW    = 1200
 	padL      = 64
 	padR      = 24
-	mainH     = 280
-	devH      = 130
+	mainH     = 230
+	devH      = 140
 	rewardH   = 110
 	panelGap  = 34
 	topPad    = 26

@@ -162,7 +162,7 @@ async function budget() {
     tile(signed(b.deviation), `vs ideal (${n0(b.ideal)} now)`, off) +
     tile(pct(b.pass_rate), `pass rate (${n0(b.passed)} of ${n0(b.offered)})`) +
     tile(b.time_left_seconds > 0 ? dur(b.time_left_seconds) : "ended", "time left") +
-    tile(`${b.sources}`, `sources, oldest report ${dur(b.oldest_report_age_seconds)} old`, b.state === "stale") +
+    tile(`${b.sources}`, `sources reporting, the oldest ${b.oldest_report_age_seconds < 1 ? "just now" : dur(b.oldest_report_age_seconds) + " ago"}`, b.state === "stale") +
     (b.kind === "rewards" ? tile(b.passed ? (b.achieved / b.passed).toFixed(3) : "–", "rewards per pass") : "") +
     tile(last ? n0(d.curve.length) : "0", "samples on the curve") + `</div>` +
     `<div class="chartbox">${svg}</div>`;
