@@ -232,6 +232,7 @@ func (s *Server) detail(name string) (BudgetDetail, bool) {
 	for _, c := range snap.children[name] {
 		d.Children = append(d.Children, snap.budgets[c])
 	}
+	s.trends(d.Children)
 	s.mu.Lock()
 	s.hist.pin(name, snap.st.At)
 	pts := s.hist.points(name)

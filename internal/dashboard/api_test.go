@@ -120,7 +120,7 @@ func TestListBudgets(t *testing.T) {
 func TestBudgetDetail(t *testing.T) {
 	_, _, u, now := newSmall(t)
 	d := getJSON[BudgetDetail](t, u+"/api/v1/budgets/brand")
-	if d.Budget.Name != "brand" || names(d.Children) != "brand-a,brand-b" || !d.At.Equal(*now) || d.Seq != 6 {
+	if d.Budget.Name != "brand" || names(d.Children) != "brand-a,brand-b" || !d.At.Equal(*now) || d.Seq != 6 || len(d.Children[0].Trend) != 6 {
 		t.Fatalf("detail %+v", d)
 	}
 	// Six samples: before the window (0), then 400 passes every 10 s.

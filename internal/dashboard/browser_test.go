@@ -119,17 +119,18 @@ func TestScreenshotURL(t *testing.T) {
 		t.Skip("set THROTTLER_SCREENSHOT_URL to a running dashboard's URL")
 	}
 	ctx := newBrowser(t)
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 720)); err != nil {
-		t.Fatal(err)
-	}
 	dir := shotDir(t)
-	for _, page := range []struct{ path, ready, file string }{
-		{"", `document.querySelectorAll("#budget-rows tr[data-budget]").length > 0`, "dashboard-budgets.png"},
-		{"budgets/brand", `document.querySelector("svg.chart polyline.achieved") != null`, "dashboard-budget.png"},
-		{"experiments", `document.querySelector(".exp") != null`, "dashboard-experiments.png"},
-		{"workers", `document.querySelector("#workers-view table") != null`, "dashboard-workers.png"},
+	for _, page := range []struct {
+		path, ready, file string
+		height            int64
+	}{
+		{"", `document.querySelectorAll("#budget-rows tr[data-budget]").length > 0`, "dashboard-budgets.png", 560},
+		{"budgets/brand", `document.querySelector("svg.chart polyline.achieved") != null`, "dashboard-budget.png", 960},
+		{"experiments", `document.querySelector(".exp") != null`, "dashboard-experiments.png", 560},
+		{"workers", `document.querySelector("#workers-view table") != null`, "dashboard-workers.png", 720},
 	} {
-		if err := chromedp.Do(ctx, chromedp.Navigate(strings.TrimSuffix(url, "/")+"/"+page.path)); err != nil {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, page.height),
+			chromedp.Navigate(strings.TrimSuffix(url, "/")+"/"+page.path)); err != nil {
 			t.Fatal(err)
 		}
 		waitTrue(t, ctx, page.file, page.ready+` && document.querySelector("#live.ok") != null`)

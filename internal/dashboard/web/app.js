@@ -13,7 +13,10 @@ function esc(s) {
 }
 function n0(v) { return nf.format(Math.round(v)); }
 function pct(v, digits = 1) { return v == null ? "–" : (100 * v).toFixed(digits) + "%"; }
-function signed(v) { return (v >= 0 ? "+" : "−") + Math.abs(100 * v).toFixed(2) + "%"; }
+function signed(v) {
+  const s = Math.abs(100 * v).toFixed(2);
+  return (s === "0.00" ? "" : v > 0 ? "+" : "−") + s + "%";
+}
 function dur(s) {
   if (s == null) return "–";
   if (s < 1) return "now";
@@ -22,6 +25,7 @@ function dur(s) {
   if (s < 172800) return (s / 3600).toFixed(1) + " h";
   return Math.round(s / 86400) + " d";
 }
+function ago(s) { return s == null ? "–" : s < 1 ? "just now" : dur(s) + " ago"; }
 function cls(state) { return state.replace(/ /g, "-"); }
 async function get(path) {
   const r = await fetch(api + path, { cache: "no-store" });
@@ -162,7 +166,7 @@ async function budget() {
     tile(signed(b.deviation), `vs ideal (${n0(b.ideal)} now)`, off) +
     tile(pct(b.pass_rate), `pass rate (${n0(b.passed)} of ${n0(b.offered)})`) +
     tile(b.time_left_seconds > 0 ? dur(b.time_left_seconds) : "ended", "time left") +
-    tile(`${b.sources}`, `sources reporting, the oldest ${b.oldest_report_age_seconds < 1 ? "just now" : dur(b.oldest_report_age_seconds) + " ago"}`, b.state === "stale") +
+    tile(`${b.sources}`, `sources reporting, the oldest ${ago(b.oldest_report_age_seconds)}`, b.state === "stale") +
     (b.kind === "rewards" ? tile(b.passed ? (b.achieved / b.passed).toFixed(3) : "–", "rewards per pass") : "") +
     tile(last ? n0(d.curve.length) : "0", "samples on the curve") + `</div>` +
     `<div class="chartbox">${svg}</div>`;
@@ -200,7 +204,7 @@ async function experiments() {
       `<td class="num">${pct(v.event_share, 2)}</td><td class="num">${n0(v.count)}</td><td>${esc(v.topic)}</td>` +
       `<td>${v.limit ? `<a href="/budgets/${encodeURIComponent(v.limit)}">limit</a> → ${esc(v.fallback)}` : ""}</td></tr>`).join("");
     return `<div class="exp${x.srm.mismatch ? " mismatch" : ""}"><h3>${esc(x.layer)} / ${esc(x.experiment)} ${srmBadge(x)}` +
-      `<span class="meta">${n0(x.keys)} keys · ${n0(x.events)} events · ${x.sources} source${x.sources === 1 ? "" : "s"} · counts ${dur(x.newest_counts_age_seconds)} old</span></h3>` +
+      `<span class="meta">${n0(x.keys)} keys · ${n0(x.events)} events · ${x.sources} source${x.sources === 1 ? "" : "s"} · counts ${ago(x.newest_counts_age_seconds)}</span></h3>` +
       srmWarning(x) +
       `<table class="grid"><thead><tr><th>Variant</th><th class="num">Weight</th><th>Key share <small>vs <i class="tick"></i> weight</small></th>` +
       `<th class="num">Key share</th><th class="num">Keys</th><th class="num">Event share</th><th class="num">Events</th><th>Topic</th><th>Limit</th></tr></thead>` +
