@@ -62,12 +62,9 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 }
 
-// TestComposeMonitoring checks that the pieces of the monitoring fit:
-// Prometheus scrapes every worker's metrics port, Grafana mounts its
-// provisioning and the dashboard, its data source is that Prometheus, the
-// dashboard's panels use it, and the web dashboard reads the workers'
-// stats topic.
-func TestComposeMonitoring(t *testing.T) {
+// TestComposePrometheus: Prometheus scrapes every worker's metrics port,
+// and the web dashboard reads the workers' stats topic.
+func TestComposePrometheus(t *testing.T) {
 	c := loadCompose(t)
 	cfg, err := config.Load("throttler.yaml")
 	if err != nil {
@@ -107,8 +104,18 @@ func TestComposeMonitoring(t *testing.T) {
 	if len(ps.Command) == 0 || !slices.Contains(ps.Volumes, "./prometheus.yml:"+flagValue(strings.Split(ps.Command[0], "="), "--config.file")+":ro") {
 		t.Errorf("prometheus does not read the mounted prometheus.yml: %v %v", ps.Command, ps.Volumes)
 	}
+	d := c.Services["dashboard"]
+	if len(d.Command) == 0 || d.Command[0] != "dashboard" || flagValue(d.Command, "--stats-topic") != cfg.Topics.Stats ||
+		flagValue(d.Command, "--brokers") != cfg.Brokers[0] || !slices.Contains(d.Ports, "8080:8080") || flagValue(d.Command, "--listen") != ":8080" {
+		t.Errorf("dashboard service %v %v", d.Command, d.Ports)
+	}
+}
 
-	g := c.Services["grafana"]
+// TestComposeGrafana: Grafana mounts its provisioning and the dashboard,
+// its data source is the Prometheus service, and the dashboard's panels
+// use it.
+func TestComposeGrafana(t *testing.T) {
+	g := loadCompose(t).Services["grafana"]
 	mounts := map[string]string{}
 	for _, v := range g.Volumes {
 		parts := strings.Split(v, ":")
@@ -145,12 +152,6 @@ func TestComposeMonitoring(t *testing.T) {
 			t.Errorf("panel %q uses data source %q", p.Title, p.Datasource.UID)
 		}
 	}
-
-	d := c.Services["dashboard"]
-	if len(d.Command) == 0 || d.Command[0] != "dashboard" || flagValue(d.Command, "--stats-topic") != cfg.Topics.Stats ||
-		flagValue(d.Command, "--brokers") != cfg.Brokers[0] || !slices.Contains(d.Ports, "8080:8080") || flagValue(d.Command, "--listen") != ":8080" {
-		t.Errorf("dashboard service %v %v", d.Command, d.Ports)
-	}
 }
 
 // metricRE finds the metric names of a PromQL expression.
@@ -161,7 +162,34 @@ var metricRE = regexp.MustCompile(`\bthrottler_[a-z0-9_]+`)
 // seconds, and checks that every query of the Grafana dashboard names metrics that
 // the worker's registry really gathers.
 func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
-	queries := map[string][]string{} // metric: panels
+	queries := grafanaMetrics(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := runComposeWorker(t, ctx)
+	var missing []string
+	for {
+		exported := gathered(t, w)
+		missing = missing[:0]
+		for n := range queries {
+			if !exported[n] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, n := range missing {
+		t.Errorf("panels %q query %s, which the worker does not export", queries[n], n)
+	}
+}
+
+// grafanaMetrics returns the metrics the dashboard's queries name, with
+// the panels that name them.
+func grafanaMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	queries := map[string][]string{}
 	for _, p := range loadGrafana(t).Panels {
 		for _, tg := range p.Targets {
 			names := metricRE.FindAllString(tg.Expr, -1)
@@ -176,12 +204,19 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 	if len(queries) < 10 {
 		t.Fatalf("only %d metrics queried: %v", len(queries), queries)
 	}
+	return queries
+}
 
+// runComposeWorker runs a worker of the compose run's config against
+// kfake until the test ends, fed with the compose run's load for two
+// seconds and a dead letter.
+func runComposeWorker(t *testing.T, ctx context.Context) *consumer.Worker {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(cluster.Close)
 	cfg, err := config.Load("throttler.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -193,17 +228,15 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
+	go func() { done <- w.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
 		if err := <-done; err != nil {
 			t.Errorf("worker: %v", err)
 		}
-	}()
-
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
 	if err != nil {
 		t.Fatal(err)
@@ -224,24 +257,7 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Value: []byte("not json")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-
-	var missing []string
-	for {
-		exported := gathered(t, w)
-		missing = missing[:0]
-		for n := range queries {
-			if !exported[n] {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) == 0 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, n := range missing {
-		t.Errorf("panels %q query %s, which the worker does not export", queries[n], n)
-	}
+	return w
 }
 
 // gathered returns the names a worker's registry gathers, a histogram's

@@ -168,43 +168,10 @@ func passesByBudget(t *testing.T, brokers []string, adm *kadm.Client) map[string
 func TestDashboardEndToEnd(t *testing.T) {
 	browser := newBrowser(t)
 	dir := shotDir(t)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	brokers := cluster.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	adm := kadm.NewClient(cl)
-	cfg := e2eConfig(brokers, time.Now())
-	startWorkers(t, cfg, 2)
-
+	rig := startE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*e2ePatience)
 	defer cancel()
-	view, err := stats.NewView(ctx, cfg.Topics.Stats, []kgo.Opt{kgo.SeedBrokers(brokers...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(view.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(view, Topic(cfg.Topics.Stats), SampleEvery(200*time.Millisecond))
-	serveCtx, stopServe := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, ln) }()
-	t.Cleanup(func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	url := "http://" + ln.Addr().String()
+	cl, adm, url := rig.cl, rig.adm, rig.url
 
 	// The page, before any event: both budgets, nothing achieved.
 	if err := chromedp.Do(browser, chromedp.Navigate(url+"/")); err != nil {
@@ -230,7 +197,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the group to commit every event", func() bool { return committedAll(adm) })
-	passes := passesByBudget(t, brokers, adm)
+	passes := passesByBudget(t, rig.brokers, adm)
 	t.Logf("output topics: %v", passes)
 	if passes["alpha"] == 0 || passes["beta"] == 0 {
 		t.Fatalf("passes %v: the test needs some of each", passes)
@@ -262,7 +229,76 @@ func TestDashboardEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTrue(t, browser, "the experiment, not flagged", `document.querySelector(".exp h3") != null && document.querySelector(".srm-warning") === null`)
-	pub, err := stats.NewPublisher(cfg.Topics.Stats)
+	injectSkew(t, ctx, cl, rig.cfg.Topics.Stats)
+	waitTrue(t, browser, "the SRM warning", `document.querySelector('.srm-warning[data-experiment="ui/color"]') !== null`)
+	if !eval[bool](t, browser, `window.loadMark === true`) {
+		t.Error("the page reloaded")
+	}
+	screenshot(t, browser, dir, "e2e-experiments.png")
+}
+
+// e2eRig is a kfake broker with two workers and the dashboard over their
+// stats topic.
+type e2eRig struct {
+	brokers []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	cfg     *config.Config
+	url     string
+}
+
+func startE2E(t *testing.T) e2eRig {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	r := e2eRig{brokers: cluster.ListenAddrs()}
+	if r.cl, err = kgo.NewClient(kgo.SeedBrokers(r.brokers...)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.cl.Close)
+	r.adm = kadm.NewClient(r.cl)
+	r.cfg = e2eConfig(r.brokers, time.Now())
+	startWorkers(t, r.cfg, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), e2ePatience)
+	defer cancel()
+	view, err := stats.NewView(ctx, r.cfg.Topics.Stats, []kgo.Opt{kgo.SeedBrokers(r.brokers...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(view.Close)
+	r.url = serveOn(t, New(view, Topic(r.cfg.Topics.Stats), SampleEvery(200*time.Millisecond)))
+	return r
+}
+
+// serveOn serves s on a loopback port until the test ends and returns its
+// URL.
+func serveOn(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// injectSkew publishes, for ui/color, the variant counts of a source no
+// worker owns, far from the 50/50 split: what a broken splitter or counter
+// would publish.
+func injectSkew(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) {
+	t.Helper()
+	pub, err := stats.NewPublisher(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +310,4 @@ func TestDashboardEndToEnd(t *testing.T) {
 	if err := cl.ProduceSync(ctx, skew).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	waitTrue(t, browser, "the SRM warning", `document.querySelector('.srm-warning[data-experiment="ui/color"]') !== null`)
-	if !eval[bool](t, browser, `window.loadMark === true`) {
-		t.Error("the page reloaded")
-	}
-	screenshot(t, browser, dir, "e2e-experiments.png")
 }

@@ -242,7 +242,7 @@ function live() {
   });
   es.onerror = () => { $("live").className = "live bad"; $("live-text").textContent = "reconnecting…"; };
   setInterval(() => {
-    if (state.at && $("live").classList.contains("ok")) $("live-text").textContent = "live · sampled " + dur((Date.now() - state.at) / 1000) + " ago";
+    if (state.at && $("live").classList.contains("ok")) $("live-text").textContent = "live · sampled " + ago((Date.now() - state.at) / 1000);
   }, 1000);
 }
 
