@@ -204,6 +204,7 @@ func TestSummaryExperimentsWorkers(t *testing.T) {
 		Counts: []stats.VariantCount{{Variant: "red", Count: 900, Keys: 600}, {Variant: "blue", Count: 700, Keys: 400}}}}
 	src.workers = []stats.WorkerStatus{
 		{Worker: "old", At: now.Add(-time.Minute), SyncInterval: time.Second, Aborted: 2, Sources: []stats.SourceStatus{{Source: "e/0", Lag: 500}, {Source: "e/2", Lag: 7}}},
+		{Worker: "gone", At: now.Add(-time.Hour), SyncInterval: time.Second, Aborted: 5, Sources: []stats.SourceStatus{{Source: "e/9", Lag: 9}}},
 		{Worker: "w1", At: *now, SyncInterval: time.Second, Commits: 10, DeadLetters: 3, Omitted: 1,
 			Sources: []stats.SourceStatus{{Source: "e/0", Lag: 4, Offset: 40, Committed: now.Add(-2 * time.Second)}, {Source: "e/1", Lag: -1, Offset: -1}}},
 	}
@@ -212,7 +213,7 @@ func TestSummaryExperimentsWorkers(t *testing.T) {
 
 	sm := getJSON[Summary](t, u+"/api/v1/summary")
 	if sm.Version != 1 || sm.StatsTopic != "t.stats" || sm.Seq != 7 || sm.Budgets.Total != 6 || sm.Budgets.OffCourse != 1 || sm.Budgets.Behind != 1 ||
-		sm.Budgets.NoReports != 1 || sm.Experiments.Mismatches != 1 || sm.Workers.Total != 2 || sm.Workers.Silent != 1 ||
+		sm.Budgets.NoReports != 1 || sm.Experiments.Mismatches != 1 || sm.Workers.Total != 2 || sm.Workers.Gone != 1 || sm.Workers.Silent != 1 ||
 		sm.Workers.Lag != 4 || sm.Workers.Aborted != 2 || sm.Workers.DeadLetters != 3 || sm.Workers.Partitions != 3 || sm.CurvePoints == 0 {
 		t.Errorf("summary %+v", sm)
 	}

@@ -58,6 +58,12 @@ type Worker struct {
 	Lag                 int64     `json:"lag"`        // sum of its partitions' known lags
 }
 
+// GoneAfter is the age past which a worker's status is taken for the
+// leftover of a stopped worker (the compacted topic keeps its last record;
+// a restarted worker has a new id) and no longer listed: its group has
+// long given its partitions to others.
+const GoneAfter = 10 * time.Minute
+
 // Partition is one source (input or reward partition) and its owner.
 type Partition struct {
 	Source    string `json:"source"` // topic/partition
@@ -102,7 +108,8 @@ type Summary struct {
 		Mismatches int `json:"srm_mismatches"`
 	} `json:"experiments"`
 	Workers struct {
-		Total       int    `json:"total"`
+		Total       int    `json:"total"` // listed: Gone not included
+		Gone        int    `json:"gone"`  // statuses older than GoneAfter, not listed
 		Silent      int    `json:"silent"`
 		Partitions  int    `json:"partitions"`
 		Lag         int64  `json:"lag"`
@@ -239,6 +246,10 @@ func (s *snapshot) workerRows(ws []stats.WorkerStatus, now time.Time) {
 	byName := map[string]int{}
 	for _, w := range ws {
 		age := now.Sub(w.At).Seconds()
+		if age > GoneAfter.Seconds() {
+			sm.Workers.Gone++ // a stopped worker's last record, kept by compaction
+			continue
+		}
 		row := Worker{ID: w.Worker, At: w.At, AgeSeconds: age, Started: w.Started, SyncIntervalSeconds: w.SyncInterval.Seconds(),
 			Commits: w.Commits, Aborted: w.Aborted, DeadLetters: w.DeadLetters, Partitions: len(w.Sources) + w.Omitted, Omitted: w.Omitted}
 		row.Silent = age > max(5*w.SyncInterval, 10*time.Second).Seconds()
