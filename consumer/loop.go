@@ -60,7 +60,8 @@ func (w *Worker) dispatch(fs kgo.Fetches) int {
 			return
 		}
 		last := ftp.Records[len(ftp.Records)-1]
-		p.lag.Set(float64(max(ftp.HighWatermark-last.Offset-1, 0)))
+		p.lagRecords = max(ftp.HighWatermark-last.Offset-1, 0)
+		p.lag.Set(float64(p.lagRecords))
 		n += len(ftp.Records)
 		w.inflight.Add(1)
 		p.in <- batch{recs: ftp.Records, now: now}
@@ -119,6 +120,11 @@ func (w *Worker) commit() error {
 	var variants []pendingVariants
 	if syncDue {
 		variants = w.experimentRecords(now, parts)
+		if r, err := w.statusRecord(now, parts); err != nil {
+			w.log.Error().Err(err).Msg("encode worker status")
+		} else {
+			w.produce(r)
+		}
 	}
 	cps := make([]checkpointState, 0, len(touched))
 	for _, p := range touched {
@@ -156,13 +162,16 @@ func (w *Worker) commit() error {
 	w.settleExperiments(committed, variants)
 	if committed {
 		w.m.commits.WithLabelValues("committed").Inc()
+		w.status.commits++
 		for _, c := range cps {
 			c.p.committed = c.cp
+			c.p.commitOffset, c.p.committedAt = c.cp.Offset, now
 			c.p.touched = false
 			c.p.capsCommitted()
 		}
 	} else {
 		w.m.commits.WithLabelValues("aborted").Inc()
+		w.status.aborted++
 		w.log.Info().Int("partitions", len(touched)).Msg("transaction aborted; rolling back")
 		if err := w.rollback(touched, now); err != nil {
 			return err

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,6 +18,7 @@ type metrics struct {
 	rejected     *prometheus.CounterVec // budget, reason
 	rewards      *prometheus.CounterVec // budget
 	deadLettered *prometheus.CounterVec // reason
+	deadLetters  atomic.Uint64          // deadLettered's sum, for the worker's status
 	dropped      prometheus.Counter
 	routed       *prometheus.CounterVec // layer, experiment, variant
 	commits      *prometheus.CounterVec // result: committed, aborted
@@ -163,6 +165,7 @@ func (c *counts) flush(m *metrics, budgets []string) {
 	clear(c.rejected)
 	for k, n := range c.dead {
 		m.deadLettered.WithLabelValues(string(k)).Add(float64(n))
+		m.deadLetters.Add(n)
 	}
 	clear(c.dead)
 	for k, n := range c.routed {

@@ -37,6 +37,12 @@ type partition struct {
 	done   chan struct{}
 	lag    prometheus.Gauge
 	load   *checkpointLoad
+	// For the worker's status, poll loop only: lagRecords is lag's value
+	// (-1 before the first fetch); commitOffset (-1 before) and
+	// committedAt are the offset and time of this owner's last commit of
+	// the partition (p.committed is the goroutine's while it starts).
+	lagRecords, commitOffset int64
+	committedAt              time.Time
 
 	// owned by the goroutine
 	src        *flow.Source
@@ -70,6 +76,8 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpo
 		tab:    w.budgetTab.Load(),
 		counts: newCounts(len(w.budgetTab.Load().names)),
 		load:   load,
+
+		lagRecords: -1, commitOffset: -1,
 	}
 }
 

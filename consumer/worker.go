@@ -106,6 +106,7 @@ type Worker struct {
 	reports  []flow.Report
 	nextSync time.Time
 
+	status                workerStatus      // published every sync interval (workerstatus.go)
 	srm                   *srmCheck         // nil without experiments; used by the tuner
 	defsSent, defsPending map[string]string // definition records by key (experiments.go)
 	defsGone              map[string]bool
@@ -271,6 +272,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	defer w.running.Store(false)
 	w.prodCtx, w.prodCancel = context.WithCancel(context.Background())
 	defer w.prodCancel()
+	w.status.started = w.cfg.now()
 
 	if w.http != nil {
 		go func() {

@@ -6,12 +6,13 @@ import (
 	"strings"
 )
 
-// definitions holds what a View keeps of the records of kinds 2-4, under
+// definitions holds what a View keeps of the records of kinds 2-4 and 6, under
 // the View's mutex.
 type definitions struct {
 	budgets     map[string]BudgetDef
 	experiments map[expID]ExperimentDef
 	variants    map[expID]map[string]VariantCounts // by source
+	workers     map[string]WorkerStatus            // kind 6, by worker
 }
 
 type expID struct{ layer, experiment string }
@@ -21,6 +22,7 @@ func (d *definitions) apply(r *Record) {
 		d.budgets = map[string]BudgetDef{}
 		d.experiments = map[expID]ExperimentDef{}
 		d.variants = map[expID]map[string]VariantCounts{}
+		d.workers = map[string]WorkerStatus{}
 	}
 	switch r.Kind {
 	case KindBudget:
@@ -35,6 +37,12 @@ func (d *definitions) apply(r *Record) {
 			delete(d.experiments, id)
 		} else {
 			d.experiments[id] = r.Experiment
+		}
+	case KindWorker:
+		if r.Deleted {
+			delete(d.workers, r.Worker.Worker)
+		} else {
+			d.workers[r.Worker.Worker] = r.Worker
 		}
 	case KindVariants:
 		id := expID{r.Variants.Layer, r.Variants.Experiment}

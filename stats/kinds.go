@@ -40,10 +40,12 @@ import (
 // Kind 5 is a source's ledger (ledger_encoding.go), which replaces kinds
 // 1 and 3 as workers move to it.
 //
-// Old readers: a build that knows only kind 1 rejects a key of kind 2-5
+// Old readers: a build that knows only kind 1 rejects a key of kind 2-6
 // with ErrUnknownVersion ("key version 2"); its View counts such records as
 // Skipped and carries on, and its flow exchange is unaffected (it reads
-// kind-1 records only). A reader that meets a kind above 5 does the same.
+// kind-1 records only). A reader that meets a kind above 6 does the same.
+//
+// Kind 6 is a worker's status, for operators (workerstatus.go).
 //
 // Value layouts (times and floats as in encoding.go; "str" is a uvarint
 // length then the bytes, and may be empty unless stated):
@@ -75,7 +77,7 @@ const (
 	KindLedger     Kind = 5 // one record of a source's ledger (LedgerRecord, ledger_encoding.go)
 )
 
-var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition", KindLedger: "ledger"}
+var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition", KindLedger: "ledger", KindWorker: "worker status"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -147,7 +149,7 @@ type ExperimentDef struct {
 }
 
 // Record is one decoded stats record of any kind; the field of its Kind
-// is set (Report, Budget, Variants, Experiment or Ledger). A tombstone has Deleted
+// is set (Report, Budget, Variants, Experiment, Ledger or Worker). A tombstone has Deleted
 // set and only the identity fields of its kind.
 type Record struct {
 	Kind       Kind
@@ -157,6 +159,7 @@ type Record struct {
 	Variants   VariantCounts
 	Experiment ExperimentDef
 	Ledger     LedgerRecord
+	Worker     WorkerStatus
 }
 
 // DecodeRecord parses a stats record of any kind this build knows. A key of
@@ -195,6 +198,8 @@ func DecodeRecord(key, value []byte) (Record, error) {
 		}
 	case KindLedger:
 		rec.Ledger, err = DecodeLedger(key, value)
+	case KindWorker:
+		err = decodeWorker(key, value, &rec.Worker)
 	default:
 		err = &DecodeError{What: "key", Err: ErrUnknownVersion, Msg: fmt.Sprintf("key version %d: a record kind this build does not know", key[0])}
 	}

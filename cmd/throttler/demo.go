@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -30,8 +31,10 @@ a few seconds after the start and last -duration:
 and a layer with a 50% experiment whose variants "control" and
 "treatment" go to topics of their own.
 
-Every two seconds it prints each budget's cluster-wide progress (from the
-stats topic) against its ideal curve. At the end it stops the load, lets
+It serves the web dashboard (see throttler dashboard) on -dashboard and prints
+its URL; it closes with the demo. Every two seconds it prints each budget's
+cluster-wide progress (from the stats topic) against its ideal curve, redrawn
+in place in a terminal, as plain successive tables otherwise. At the end it stops the load, lets
 the workers commit, counts what is really in the output topics and prints
 a summary; -report and -chart write it as JSON and as an SVG chart.`,
 	setup: func(fs *flag.FlagSet) action {
@@ -39,12 +42,18 @@ a summary; -report and -chart write it as JSON and as an SVG chart.`,
 		rate := fs.Float64("rate", demo.DefaultRate, "load in events per `second`")
 		report := fs.String("report", "", "write the JSON report to `file`")
 		chart := fs.String("chart", "", "write an SVG chart of achieved against ideal to `file`")
+		dash := fs.String("dashboard", "127.0.0.1:0", "serve the web dashboard on this `address` while the demo runs (port 0: a free one; \"\": none)")
 		return func(ctx context.Context, e *env) error {
 			if *duration < time.Second {
 				return badFlag("duration", "must be at least 1s, got %v", *duration)
 			}
 			if !(*rate > 0) || *rate > 1e6 {
 				return badFlag("rate", "must be above 0 and at most 1e6, got %v", *rate)
+			}
+			if *dash != "" {
+				if _, _, err := net.SplitHostPort(*dash); err != nil {
+					return badFlag("dashboard", "%v", err)
+				}
 			}
 			if err := checkOutFile("report", *report); err != nil {
 				return err
@@ -62,11 +71,12 @@ a summary; -report and -chart write it as JSON and as an SVG chart.`,
 			}
 			fmt.Fprintf(e.stdout, "throttler demo: %v window at %.0f events/s; starting a broker, 3 workers, the load and the clicks...\n\n", *duration, *rate)
 			res, err := demo.Run(ctx, demo.Config{
-				Duration: *duration,
-				Rate:     *rate,
-				Progress: e.stdout,
-				Redraw:   isTerminal(e.stdout),
-				Log:      log,
+				Duration:  *duration,
+				Rate:      *rate,
+				Progress:  e.stdout,
+				Redraw:    isTerminal(e.stdout),
+				Dashboard: *dash,
+				Log:       log,
 			})
 			if err != nil {
 				if ctx.Err() != nil {

@@ -34,6 +34,7 @@ var commands = []*command{
 	simulateCmd,
 	benchCmd,
 	statusCmd,
+	dashboardCmd,
 	budgetSetCmd,
 	budgetDeleteCmd,
 	budgetResetCmd,

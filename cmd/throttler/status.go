@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/throttler/throttler/internal/status"
 	"github.com/throttler/throttler/stats"
 )
@@ -41,22 +43,11 @@ topic cannot be read, 2 for a bad flag.`,
 			if *timeout <= 0 {
 				return badFlag("timeout", "must be positive, got %v", *timeout)
 			}
-			ctx, cancel := context.WithTimeout(ctx, *timeout)
-			defer cancel()
-			if err := checkFatal(ctx, opts); err != nil {
-				return err
-			}
-			view, err := stats.NewView(ctx, *topic, opts)
-			if errors.Is(err, stats.ErrTopicNotFound) {
-				return fmt.Errorf("stats topic %q not found (is -stats-topic the topics.stats of the workers' config?)", *topic)
-			}
+			view, err := openView(ctx, opts, *topic, *timeout)
 			if err != nil {
 				return err
 			}
 			defer view.Close()
-			if err := view.WaitCaughtUp(ctx); err != nil {
-				return fmt.Errorf("reading stats topic %q to its end: %w", *topic, err)
-			}
 			st := status.Build(view, *topic, time.Now())
 			if *asJSON {
 				enc := json.NewEncoder(e.stdout)
@@ -66,4 +57,26 @@ topic cannot be read, 2 for a bad flag.`,
 			return status.WriteText(e.stdout, st)
 		}
 	},
+}
+
+// openView follows the stats topic and reads it to its end, giving up
+// after timeout.
+func openView(ctx context.Context, opts []kgo.Opt, topic string, timeout time.Duration) (*stats.View, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := checkFatal(ctx, opts); err != nil {
+		return nil, err
+	}
+	view, err := stats.NewView(ctx, topic, opts)
+	if errors.Is(err, stats.ErrTopicNotFound) {
+		return nil, fmt.Errorf("stats topic %q not found (is -stats-topic the topics.stats of the workers' config?)", topic)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := view.WaitCaughtUp(ctx); err != nil {
+		view.Close()
+		return nil, fmt.Errorf("reading stats topic %q to its end: %w", topic, err)
+	}
+	return view, nil
 }

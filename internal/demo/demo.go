@@ -75,6 +75,10 @@ type Config struct {
 	Progress      io.Writer
 	ProgressEvery time.Duration
 	Redraw        bool
+	// Dashboard is the address the web dashboard listens on while the
+	// demo runs ("127.0.0.1:0" picks a free port); "" for none. Its URL
+	// is printed on Progress and set in Result.Dashboard.
+	Dashboard string
 	// Log receives the broker's and workers' logs. Default none.
 	Log zerolog.Logger
 	// DataDir is the broker's data dir. Default: a temporary directory,
@@ -242,11 +246,16 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the workers were ready %.1fs after the budgets began: they lost that time", time.Since(begin).Seconds()))
 	}
 
+	var stopDash func()
 	view, err := stats.NewView(ctx, topicStats, []kgo.Opt{kgo.SeedBrokers(brokers...)})
 	if err != nil {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
 	defer view.Close()
+	if res.Dashboard, stopDash, err = startDashboard(c, view); err != nil {
+		return nil, errors.Join(err, errors.Join(stopAll()...))
+	}
+	defer stopDash()
 	wt := &watcher{view: view, trees: trees, budgets: cfg.Budgets, begin: begin, end: end,
 		samples: map[string][]Sample{}, redraw: c.Redraw}
 

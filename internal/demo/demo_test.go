@@ -61,9 +61,12 @@ func TestRunShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	res, err := Run(ctx, Config{Duration: 12 * time.Second, Rate: 1000, Progress: &progress})
+	res, err := Run(ctx, Config{Duration: 12 * time.Second, Rate: 1000, Progress: &progress, Dashboard: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Dashboard, "http://127.0.0.1:") || !strings.Contains(progress.String(), "dashboard: "+res.Dashboard+"\n") {
+		t.Errorf("dashboard %q not announced:\n%s", res.Dashboard, progress.String())
 	}
 	t.Logf("ready after %v; warnings %q", res.ReadyAfter, res.Warnings)
 	if res.Produced == 0 || res.Events != res.Produced {

@@ -30,6 +30,8 @@ type Result struct {
 	Budgets    []BudgetResult   `json:"budgets"`
 	Experiment ExperimentResult `json:"experiment"`
 	Warnings   []string         `json:"warnings,omitempty"`
+	// Dashboard is the URL the web dashboard was served on, if any.
+	Dashboard string `json:"dashboard,omitempty"`
 
 	samples     map[string][]Sample
 	viewFinal   map[string]float64

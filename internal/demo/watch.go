@@ -139,12 +139,17 @@ func (w *watcher) progress(out io.Writer, now time.Time, produced int64) {
 	}
 	tb.write(&b)
 	text := b.String()
-	if w.redraw && w.lines > 0 {
-		fmt.Fprintf(out, "\x1b[%dA\x1b[J", w.lines)
-	}
-	io.WriteString(out, text) //nolint:errcheck // progress is best effort
-	if !w.redraw {
-		io.WriteString(out, "\n") //nolint:errcheck
+	switch {
+	case w.redraw:
+		// Up over the last table, clear to the end of the screen, and
+		// no line wrapping meanwhile: a line wider than the terminal is
+		// cut, not wrapped, so the count of lines to go up stays right.
+		if w.lines > 0 {
+			fmt.Fprintf(out, "\x1b[%dA\x1b[J", w.lines)
+		}
+		io.WriteString(out, "\x1b[?7l"+text+"\x1b[?7h") //nolint:errcheck // progress is best effort
+	default:
+		io.WriteString(out, text+"\n") //nolint:errcheck
 	}
 	w.lines = strings.Count(text, "\n")
 }

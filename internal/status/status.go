@@ -62,6 +62,12 @@ type Budget struct {
 	// age in seconds of the oldest of their reports.
 	Sources         int     `json:"sources"`
 	OldestReportAge float64 `json:"oldest_report_age_seconds"`
+	// CountsAt is the instant the counts stand for: the report instants
+	// of the sources that counted, weighted by their traffic (offered
+	// events and rewards, plus one). Reports are up to a sync interval
+	// old, so in a short window the ideal course at CountsAt is the fair
+	// comparison (the dashboard's). Null when no source counted.
+	CountsAt *time.Time `json:"counts_at"`
 	// Variant is "layer/experiment/variant" for the budget of a variant
 	// limit, else empty.
 	Variant string `json:"variant,omitempty"`
@@ -137,7 +143,9 @@ func Build(src Source, topic string, now time.Time) Status {
 		st.Experiments = append(st.Experiments, x)
 	}
 	var reps []flow.Report
-	for _, d := range src.BudgetDefs() {
+	defs := src.BudgetDefs()
+	st.Budgets = make([]Budget, 0, len(defs))
+	for _, d := range defs {
 		reps = src.View(d.Budget.Name, reps[:0])
 		b := budget(d.Budget, reps, now)
 		b.Variant = limitOf[b.Name]
@@ -177,15 +185,8 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 		due = end.Add(-d.Reserve)
 	}
 	b.TimeLeftSeconds = max(due.Sub(now).Seconds(), 0)
-	switch span := due.Sub(start); {
-	case !now.After(start):
-		b.Ideal = 0
-	case !now.Before(due) || span <= 0:
-		b.Ideal = d.Target
-	default:
-		b.Ideal = d.Target * float64(now.Sub(start)) / float64(span)
-	}
-	var rewards float64
+	b.Ideal = idealAt(d.Target, start, due, now)
+	var rewards, wsum, tsum float64
 	for _, r := range reps {
 		b.Sources++
 		b.OldestReportAge = max(b.OldestReportAge, now.Sub(r.At).Seconds())
@@ -195,6 +196,13 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 		b.Offered += r.InPeriod.Offered
 		b.Passed += r.InPeriod.Passed
 		rewards += r.InPeriod.Rewards
+		w := float64(r.InPeriod.Offered) + r.InPeriod.Rewards + 1
+		wsum += w
+		tsum += w * float64(r.At.Sub(start))
+	}
+	if wsum > 0 {
+		at := start.Add(time.Duration(tsum / wsum)).UTC()
+		b.CountsAt = &at
 	}
 	b.Achieved = float64(b.Passed)
 	if d.Rewards {
@@ -208,6 +216,29 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 		b.Deviation = (b.Achieved - b.Ideal) / d.Target
 	}
 	return b
+}
+
+// IdealAt is where the budget's ideal course stands at t in its current
+// window or period: 0 until Start, Target from the instant it must be
+// spent (Finish less the reserve) on, a straight line between.
+func (b Budget) IdealAt(t time.Time) float64 {
+	return idealAt(b.Target, b.Start, b.Due(), t)
+}
+
+// Due is the instant the budget must be spent by: Finish less the reserve.
+func (b Budget) Due() time.Time {
+	return b.Finish.Add(-time.Duration(math.Round(b.ReserveSeconds * float64(time.Second))))
+}
+
+func idealAt(target float64, start, due, t time.Time) float64 {
+	switch span := due.Sub(start); {
+	case !t.After(start):
+		return 0
+	case !t.Before(due) || span <= 0:
+		return target
+	default:
+		return target * float64(t.Sub(start)) / float64(span)
+	}
 }
 
 func experiment(src Source, e stats.ExperimentDef, now time.Time) Experiment {

@@ -72,11 +72,31 @@ func TestBuild(t *testing.T) {
 		if d := c.Ideal - step.clickIdeal; d > 1e-9 || d < -1e-9 || c.Achieved != step.clickGot || c.Kind != "rewards" {
 			t.Errorf("at %v: clicks ideal %v achieved %v, want %v %v", step.at, c.Ideal, c.Achieved, step.clickIdeal, step.clickGot)
 		}
+		// The counts stand for their reports' instant: w's one report at
+		// +40s; clicks' counting source at begin.
+		if !w.CountsAt.Equal(begin.Add(40*time.Second)) || (step.at == 90*time.Second) != (c.CountsAt == nil) || (c.CountsAt != nil && !c.CountsAt.Equal(begin)) {
+			t.Errorf("at %v: counts at %v, %v", step.at, w.CountsAt, c.CountsAt)
+		}
+		// IdealAt, from the document's fields alone, agrees with Build.
+		if w.IdealAt(now) != w.Ideal || c.IdealAt(now) != c.Ideal || !w.Due().Equal(begin.Add(80*time.Second)) {
+			t.Errorf("at %v: IdealAt %v %v, Build %v %v; due %v", step.at, w.IdealAt(now), c.IdealAt(now), w.Ideal, c.Ideal, w.Due())
+		}
 		x := st.Experiments[0]
 		if x.SRM.Checked || x.SRM.P != 1 || x.Variants[1].Weight != 0.75 || x.Events != 600 || x.Keys != 390 || *x.Variants[0].Share != 90.0/390 ||
 			*x.NewestCountsAge != step.at.Seconds() {
 			t.Errorf("experiment %+v", x)
 		}
+	}
+	// Two sources: their instants weighted by offered events plus one.
+	two := Build(fakeSource{
+		defs: []stats.BudgetDef{{Budget: flow.Budget{Name: "w", Target: 10, Begin: begin, End: begin.Add(time.Hour)}}},
+		reports: map[string][]flow.Report{"w": {
+			{Source: "e/0", At: begin.Add(10 * time.Second), InPeriod: flow.Counters{Offered: 9}},
+			{Source: "e/1", At: begin.Add(20 * time.Second), InPeriod: flow.Counters{Offered: 29}},
+		}},
+	}, "s", begin.Add(time.Minute))
+	if at := two.Budgets[0].CountsAt; at == nil || !at.Equal(begin.Add(17500*time.Millisecond)) { // (10×10 + 30×20) / 40
+		t.Errorf("counts at %v", at)
 	}
 	// A delay budget says so.
 	var dbuf bytes.Buffer

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/throttler/throttler/internal/dashboard"
+)
+
+// TestDashboardCommand serves the dashboard of a stats topic on port 0,
+// reads the printed URL, checks the API's summary and the page, and stops
+// it as a signal would.
+func TestDashboardCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	addr := statusCluster(t, ctx)
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var stdout, stderr syncBuffer
+	codeCh := make(chan int, 1)
+	go func() {
+		codeCh <- dispatch(runCtx, []string{"dashboard", "--brokers", addr, "--stats-topic", "g.stats", "--listen", "127.0.0.1:0"}, &stdout, &stderr)
+	}()
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+	var url string
+	if !poll(ctx, func() bool { url = urlRE.FindString(stdout.String()); return url != "" }) {
+		t.Fatalf("no URL printed:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	resp, err := http.Get(url + "api/v1/summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm dashboard.Summary
+	err = json.NewDecoder(resp.Body).Decode(&sm)
+	resp.Body.Close()
+	if err != nil || sm.StatsTopic != "g.stats" || sm.Budgets.Total != 2 || sm.Experiments.Total != 2 || sm.Experiments.Mismatches != 1 {
+		t.Fatalf("summary %+v, %v", sm, err)
+	}
+	page, err := http.Get(url)
+	if err != nil || page.StatusCode != 200 || page.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("page %v %v", page, err)
+	}
+	page.Body.Close()
+	stop()
+	if code := <-codeCh; code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
+func TestDashboardBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--sample", "1ms"}, {"--listen", "nope"}, {"--stale-after", "0s"}, {"--stats-topic", ""}, {"--timeout", "-1s"},
+	} {
+		code, _, stderr := runCLI(t, context.Background(), append([]string{"dashboard", "--brokers", "127.0.0.1:1"}, args...)...)
+		if code != 2 || !regexp.MustCompile(`flag -`+args[0][2:]).MatchString(stderr) {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}
