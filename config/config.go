@@ -184,6 +184,13 @@ type HTTP struct {
 	Listen string `yaml:"listen"`
 }
 
+// LogFormats are the values of log.format; internal/logx writes them.
+var LogFormats = []string{"json", "console"}
+
+// LogLevels are the values of log.level, from the most to the least
+// verbose; internal/logx reads them.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
+
 // Log configures logging (see internal/logx).
 type Log struct {
 	// Format is "json" (the default) or "console".

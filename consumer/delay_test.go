@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
 )
 
@@ -24,7 +25,7 @@ func (env *testEnv) startDelayWorker(t *testing.T, name string, opts ...Opt) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder([]string{"d"}, KeyPath("user"), IDPath("id"))
+	dec, err := decode.NewDecoder([]string{"d"}, decode.KeyPath("user"), decode.IDPath("id"))
 	if err != nil {
 		t.Fatal(err)
 	}

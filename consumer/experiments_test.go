@@ -12,8 +12,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
 )
@@ -32,14 +34,14 @@ func experimentLayers() []splitter.Layer {
 
 // lossyStage drops every 20th event (by id) assigned to variant b of
 // skew/arm: a deliberately broken arm that loses 5% of its events.
-func lossyStage(next Handler) Handler {
-	return func(e *Event) Outcome {
+func lossyStage(next pipeline.Handler) pipeline.Handler {
+	return func(e *pipeline.Event) pipeline.Outcome {
 		for _, a := range e.Assignments {
 			if a.Layer == "skew" && a.Variant == "b" {
 				var id int
 				fmt.Sscanf(e.Fields.ID, "%d", &id)
 				if id%20 == 0 {
-					return OutcomeDrop
+					return pipeline.OutcomeDrop
 				}
 			}
 		}
@@ -53,7 +55,7 @@ func (env *testEnv) startExperimentWorker(t *testing.T, name string, budgets []f
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder([]string{"a"}, KeyPath("user"), IDPath("id"), RequireKey(true))
+	dec, err := decode.NewDecoder([]string{"a"}, decode.KeyPath("user"), decode.IDPath("id"), decode.RequireKey(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +87,11 @@ func assignmentsOf(r *kgo.Record) []string {
 	var ls, es, vs []string
 	for _, h := range r.Headers {
 		switch h.Key {
-		case HeaderLayer:
+		case pipeline.HeaderLayer:
 			ls = append(ls, string(h.Value))
-		case HeaderExperiment:
+		case pipeline.HeaderExperiment:
 			es = append(es, string(h.Value))
-		case HeaderVariant:
+		case pipeline.HeaderVariant:
 			vs = append(vs, string(h.Value))
 		}
 	}
@@ -146,7 +148,7 @@ func TestVariantCountsAndSRM(t *testing.T) {
 		recs[i] = &kgo.Record{Topic: "events", Key: []byte(k), Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"a","user":%q}`, i, k))}
 	}
 	budgets := []flow.Budget{{Name: "a", Target: 1e12, Period: time.Hour}}
-	lossy := CustomizePipeline(func(p *Pipeline) error { p.Use(Stage{"lossy", lossyStage}); return nil })
+	lossy := CustomizePipeline(func(p *pipeline.Pipeline) error { p.Use(pipeline.Func("lossy", lossyStage)); return nil })
 	env.produce(recs[:n/4])
 	w1 := env.startExperimentWorker(t, "w1", budgets, lossy)
 	w2 := env.startExperimentWorker(t, "w2", budgets, lossy)
@@ -282,7 +284,7 @@ func TestVariantLimitTwoWorkers(t *testing.T) {
 	begin := time.Now()
 	limit := flow.Budget{Name: splitter.LimitBudget("ui", "color", "red"), Target: 1600, Begin: begin, End: begin.Add(16 * time.Second)}
 	budgets := []flow.Budget{{Name: "a", Target: 1e12, Period: time.Hour}, limit}
-	opt := WithVariantLimits(VariantLimit{Layer: "ui", Experiment: "color", Variant: "red", Budget: limit.Name, Fallback: splitter.FallbackOutput})
+	opt := WithVariantLimits(pipeline.VariantLimit{Layer: "ui", Experiment: "color", Variant: "red", Budget: limit.Name, Fallback: splitter.FallbackOutput})
 	w1 := env.startExperimentWorker(t, "w1", budgets, opt)
 	w2 := env.startExperimentWorker(t, "w2", budgets, opt)
 	waitReady(t, w1.w)
@@ -308,7 +310,7 @@ func TestVariantLimitTwoWorkers(t *testing.T) {
 	got := env.readAll("out", "out-red", "out-blue")
 	limited := 0
 	for _, r := range got["out"] {
-		if v, ok := HeaderValue(r, HeaderVariantLimited); ok {
+		if v, ok := pipeline.HeaderValue(r, pipeline.HeaderVariantLimited); ok {
 			if v != "ui/color/red" || assignmentsOf(r)[0] != "ui/color/red" {
 				t.Fatalf("limited record %q with assignments %v", v, assignmentsOf(r))
 			}
@@ -356,7 +358,7 @@ func TestKeyCountsWithHeavyKeys(t *testing.T) {
 		routed := map[routeKey]uint64{}
 		rng := rand.New(rand.NewSource(seed))
 		z := rand.NewZipf(rng, 1.1, 1, 9999)
-		e := &Event{}
+		e := &pipeline.Event{}
 		for range 100_000 {
 			e.Fields.Key = fmt.Sprintf("user-%d-%d", seed, z.Uint64())
 			e.Assignments = sp.Assign([]byte(e.Fields.Key), e.Assignments[:0])
@@ -387,7 +389,7 @@ func BenchmarkVariantCount(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("user-%d", i)
 	}
-	e := &Event{Assignments: []splitter.Assignment{{Layer: "ui", Experiment: "color", Variant: "red"}}}
+	e := &pipeline.Event{Assignments: []splitter.Assignment{{Layer: "ui", Experiment: "color", Variant: "red"}}}
 	b.Run("events", func(b *testing.B) {
 		routed := map[routeKey]uint64{}
 		i := 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -100,7 +101,7 @@ func (w *Worker) commit() error {
 			touched = append(touched, p)
 			p.foldVariants()
 		}
-		p.counts.flush(w.m, p.tab.names)
+		p.counts.flush(w.m, p.tab.Names())
 	}
 	if len(touched) == 0 && !syncDue {
 		return nil
@@ -123,13 +124,15 @@ func (w *Worker) commit() error {
 	cps := make([]checkpointState, 0, len(touched))
 	for _, p := range touched {
 		cp := p.checkpoint(w.reports)
-		r, err := checkpointRecord(w.cfg.topics.Checkpoints, p.id, cp)
+		r, err := stats.CheckpointRecord(w.cfg.topics.Checkpoints, p.id, cp)
 		if err != nil {
 			return err
 		}
 		w.produce(r)
-		if err := w.writeCaps(p, now); err != nil {
-			return err
+		for _, s := range p.kept() {
+			for _, r := range s.Flush(now) {
+				w.produce(r)
+			}
 		}
 		cps = append(cps, checkpointState{p, cp})
 	}
@@ -159,7 +162,9 @@ func (w *Worker) commit() error {
 		for _, c := range cps {
 			c.p.committed = c.cp
 			c.p.touched = false
-			c.p.capsCommitted()
+			for _, s := range c.p.kept() {
+				s.Committed()
+			}
 		}
 	} else {
 		w.m.commits.WithLabelValues("aborted").Inc()
@@ -181,7 +186,7 @@ func (w *Worker) commit() error {
 
 type checkpointState struct {
 	p  *partition
-	cp checkpointValue
+	cp stats.Checkpoint
 }
 
 // rollback returns the touched partitions that are still assigned to their

@@ -15,9 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/throttler/throttler/control"
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/kafkaconn"
+	"github.com/throttler/throttler/internal/kafkacheck"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -55,20 +56,18 @@ type topicPartition struct {
 type Worker struct {
 	cfg       cfg
 	tree      *flow.Tree
-	dec       *Decoder
-	rewardDec *Decoder
-	handler   Handler
+	dec       *decode.Decoder
+	rewardDec *decode.Decoder
+	pipeline  *pipeline.Pipeline // built for every input partition
 	scored    bool
 
-	control   *controlState               // nil without a control topic
-	budgetMu  sync.Mutex                  // serialises UpdateBudgets
-	budgetTab atomic.Pointer[budgetTable] // swapped by UpdateBudgets
+	budgetMu  sync.Mutex                         // serialises UpdateBudgets
+	budgetTab atomic.Pointer[decode.BudgetTable] // swapped by UpdateBudgets
 	log       zerolog.Logger
 	m         *metrics
 	reg       *prometheus.Registry
 	http      *HTTPServer
 	pub       *stats.Publisher
-	caps      *capSet // nil without caps
 
 	sess     session
 	view     *stats.View
@@ -114,7 +113,7 @@ type Worker struct {
 // NewWorker returns a worker deciding with tree and decoding with dec. The
 // decoder's budgets must all exist in the tree; they are the budgets events
 // may name.
-func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
+func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, error) {
 	c := defaultCfg()
 	for _, o := range opts {
 		o.apply(&c)
@@ -146,47 +145,29 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		parts:  map[topicPartition]*partition{},
 	}
 	w.setShare = tree.SetShare
-	w.budgetTab.Store(dec.tab)
-	rd, err := NewDecoder(budgets, BudgetPath(c.rewardBudgetPath), MaxBytes(dec.cfg.maxBytes), MaxDepth(dec.cfg.maxDepth))
+	w.budgetTab.Store(dec.Table())
+	rd, err := decode.NewDecoder(budgets, decode.BudgetPath(c.rewardBudgetPath), decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth()))
 	if err != nil {
 		return nil, err
 	}
 	w.rewardDec = rd
-	p := StandardPipeline(dec, c.splitter, c.topics.Output)
-	if err := w.useVariantLimits(p); err != nil {
-		return nil, err
-	}
-	if c.dedupWindow > 0 {
-		if dec.cfg.idPath == "" {
-			return nil, &ConfigError{Option: "DedupWindow", Reason: "needs the decoder's IDPath"}
-		}
-		if err := p.Insert(StageScore, Stage{StageDedup, DedupStage(c.dedupWindow)}); err != nil {
-			return nil, err
-		}
-	}
-	if c.pipeline != nil {
-		if err := c.pipeline(p); err != nil {
-			return nil, err
-		}
-	}
-	w.handler = p.Handler()
-	if w.pub, err = stats.NewPublisher(c.topics.Stats); err != nil {
-		return nil, err
-	}
 	w.reg = c.registry
 	if w.reg == nil {
 		w.reg = prometheus.NewRegistry()
 	}
-	w.m = newMetrics(w.reg)
-	if w.caps, err = newCapSet(c.caps, w.reg, w.log); err != nil {
+	if w.pipeline, err = w.newPipeline(); err != nil {
 		return nil, err
 	}
+	if w.pub, err = stats.NewPublisher(c.topics.Stats); err != nil {
+		return nil, err
+	}
+	w.m = newMetrics(w.reg)
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)
 	w.onProduced = w.produced
 	w.onOutput = func(r *kgo.Record, err error) {
 		w.produced(r, err)
-		releaseRecord(r)
+		pipeline.ReleaseRecord(r)
 	}
 	if c.listen != "" {
 		if w.http, err = NewHTTPServer(c.listen, w.reg, w); err != nil {
@@ -194,6 +175,41 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// newPipeline assembles the standard pipeline of the worker's options
+// (pipeline.Standard) and lets CustomizePipeline change it.
+func (w *Worker) newPipeline() (*pipeline.Pipeline, error) {
+	c := &w.cfg
+	for _, l := range c.variantLimits {
+		if w.tree.Controller(l.Budget) == nil {
+			return nil, &ConfigError{Option: "WithVariantLimits", Reason: "budget " + l.Budget + " of variant " + l.Layer + "/" + l.Experiment + "/" + l.Variant + " is not in the flow tree"}
+		}
+	}
+	var caps *pipeline.Caps
+	if c.caps != nil {
+		var err error
+		if caps, err = pipeline.NewCaps(c.caps.changelog, c.caps.specs, c.clientOpts, w.reg, w.log); err != nil {
+			return nil, err
+		}
+	}
+	p, err := pipeline.Standard(pipeline.Spec{
+		Decoder:       w.dec,
+		Splitter:      c.splitter,
+		Router:        pipeline.Router{Output: c.topics.Output, Rejected: c.topics.Rejected, DeadLetter: c.topics.DeadLetter},
+		DedupWindow:   c.dedupWindow,
+		Caps:          caps,
+		VariantLimits: c.variantLimits,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.pipeline != nil {
+		if err := c.pipeline(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Gatherer returns the registry holding the worker's metrics.
@@ -287,7 +303,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 
 	// Rejected credentials or a TLS mismatch would otherwise show up as
 	// clients retrying EOFs forever.
-	if err := kafkaconn.Check(ctx, w.cfg.clientOpts, connCheckTimeout); kafkaconn.Fatal(err) {
+	if err := kafkacheck.Check(ctx, w.cfg.clientOpts, connCheckTimeout); kafkacheck.Fatal(err) {
 		return err
 	}
 	if w.cfg.ensureTopics {
@@ -308,13 +324,16 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("stats view: %w", err)
 	}
-	if err := w.startControl(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	for _, start := range w.cfg.onStart {
+		stopIt, err := start(ctx, w)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return err
+		defer stopIt()
 	}
-	defer w.stopControl()
 	w.tree.Sync(w.cfg.now(), viewExchange{view})
 
 	loopCtx, stop := context.WithCancel(ctx)
@@ -384,14 +403,16 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 		stats.CheckpointTopic(w.cfg.topics.Checkpoints, parts),
 	}
 	if t := w.cfg.topics.Control; t != "" {
-		specs = append(specs, control.Topic(t))
+		specs = append(specs, stats.TopicSpec{Name: t, Partitions: 1, Compact: true}) // as control.Topic
 	}
 	// The topics the worker writes to: created with the input's partition
 	// count when missing (brokers need not auto-create topics).
 	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true, w.cfg.topics.Control: true}
-	if w.caps != nil {
-		specs = append(specs, stats.CapTopic(w.caps.changelog, parts))
-		seen[w.caps.changelog] = true
+	for _, t := range w.pipeline.Changelogs() {
+		if !seen[t] {
+			specs = append(specs, stats.CapTopic(t, parts))
+			seen[t] = true
+		}
 	}
 	outs := append([]string{w.cfg.topics.Output, w.cfg.topics.Rejected, w.cfg.topics.DeadLetter}, w.cfg.splitter.Topics()...)
 	for _, t := range outs {
@@ -413,7 +434,7 @@ func (w *Worker) newSession() (session, error) {
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.OnPartitionsRevoked(w.onRevoked),
 		kgo.OnPartitionsLost(w.onLost),
-		kgo.RecordPartitioner(stats.Partitioner(nil, append(w.capTopics(), w.cfg.topics.Checkpoints)...)),
+		kgo.RecordPartitioner(stats.Partitioner(nil, append(w.pipeline.Changelogs(), w.cfg.topics.Checkpoints)...)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	)
 	if w.cfg.delivery == AtLeastOnce {
@@ -473,8 +494,11 @@ func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		}
 	}
 	load := &checkpointLoad{done: make(chan struct{})}
-	load.caps = w.startCapsLoad(cl, assigned)
-	go w.loadCheckpoints(load, sources)
+	topics := make([]string, 0, len(assigned))
+	for t := range assigned {
+		topics = append(topics, t)
+	}
+	go w.loadCheckpoints(load, cl, topics, sources)
 	var started []*partition
 	for t, ps := range assigned {
 		for _, id := range ps {
@@ -495,15 +519,17 @@ func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	w.log.Info().Int("new", len(started)).Int("owned", n).Msg("partitions assigned")
 }
 
-// loadCheckpoints reads the newest checkpoint of every source, retrying a
-// few times. It fails rather than start a partition from zero, which
-// would count its budget twice.
-func (w *Worker) loadCheckpoints(load *checkpointLoad, sources map[string]int32) {
+// loadCheckpoints learns the partition counts of the assigned topics (for
+// the stages; see pipeline.Partition) and reads the newest checkpoint of
+// every source, retrying a few times. It fails rather than start a
+// partition from zero, which would count its budget twice.
+func (w *Worker) loadCheckpoints(load *checkpointLoad, cl *kgo.Client, topics []string, sources map[string]int32) {
 	defer close(load.done)
 	if len(sources) == 0 {
 		return
 	}
 	ctx := w.prodCtx
+	load.parts = w.partitionCounts(ctx, cl, topics)
 	for attempt := 1; ; attempt++ {
 		load.cps, load.err = stats.LoadCheckpoints(ctx, w.cfg.clientOpts, w.cfg.topics.Checkpoints, sources)
 		if load.err == nil || ctx.Err() != nil || attempt == 5 {
@@ -594,9 +620,10 @@ func (w *Worker) stopPartitions(ps []*partition) {
 	now := w.cfg.now()
 	for _, p := range ps {
 		close(p.quit)
+		p.cancel()
 		close(p.in)
 		<-p.done
-		p.counts.flush(w.m, p.tab.names)
+		p.counts.flush(w.m, p.tab.Names())
 		p.close(now)
 		w.m.consumerLag.DeleteLabelValues(p.topic, fmt.Sprint(p.id))
 	}
@@ -651,3 +678,40 @@ func (x viewExchange) Publish([]flow.Report) error { return nil }
 func (x viewExchange) View(budget string, dst []flow.Report) []flow.Report {
 	return x.v.View(budget, dst)
 }
+
+// partitionCounts returns the partition count of topics; a topic it
+// cannot learn is left out (the stages then know no count: the caps skip
+// their keying check).
+func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client, topics []string) map[string]int {
+	out := make(map[string]int, len(topics))
+	if cl == nil {
+		return out
+	}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(mctx, topics...)
+	for _, t := range topics {
+		if d, ok := td[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
+			out[t] = len(d.Partitions)
+		} else {
+			w.log.Debug().Err(err).Str("topic", t).Msg("partition count unknown")
+		}
+	}
+	return out
+}
+
+// Topics returns the worker's topics (WithTopics).
+func (w *Worker) Topics() Topics { return w.cfg.topics }
+
+// Budgets returns the budgets of the worker's flow tree.
+func (w *Worker) Budgets() []flow.Budget { return w.tree.Budgets() }
+
+// Registerer returns the registry of the worker's metrics, for what runs
+// beside it (OnStart).
+func (w *Worker) Registerer() prometheus.Registerer { return w.reg }
+
+// Logger returns the worker's logger.
+func (w *Worker) Logger() zerolog.Logger { return w.log }
+
+// ClientOpts returns the worker's connection options (ClientOpts).
+func (w *Worker) ClientOpts() []kgo.Opt { return w.cfg.clientOpts }

@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
 )
@@ -149,7 +151,7 @@ func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder([]string{"a", "b"}, KeyPath("user"), IDPath("id"), ScorePath("score"), RequireKey(true))
+	dec, err := decode.NewDecoder([]string{"a", "b"}, decode.KeyPath("user"), decode.IDPath("id"), decode.ScorePath("score"), decode.RequireKey(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +332,7 @@ func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64
 	for topic, recs := range got {
 		for _, r := range recs {
 			if topic == "dlq" {
-				if src, _ := HeaderValue(r, HeaderSourceTopic); src == "clicks" {
+				if src, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceTopic); src == "clicks" {
 					continue
 				}
 			}
@@ -353,13 +355,13 @@ func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64
 	dlq := 0
 	badRewardSeen := 0
 	for _, r := range got["dlq"] {
-		if src, _ := HeaderValue(r, HeaderSourceTopic); src == "clicks" {
+		if src, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceTopic); src == "clicks" {
 			badRewardSeen++
 			continue
 		}
 		dlq++
-		for _, h := range []string{HeaderStage, HeaderReason, HeaderError, HeaderSourcePartition, HeaderSourceOffset} {
-			if _, ok := HeaderValue(r, h); !ok {
+		for _, h := range []string{pipeline.HeaderStage, pipeline.HeaderReason, pipeline.HeaderError, pipeline.HeaderSourcePartition, pipeline.HeaderSourceOffset} {
+			if _, ok := pipeline.HeaderValue(r, h); !ok {
 				t.Fatalf("dead letter without %s", h)
 			}
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
@@ -414,8 +415,8 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consume
 	if err != nil {
 		return nil, err
 	}
-	dec, err := consumer.NewDecoder([]string{budgetName},
-		consumer.BudgetPath("campaign"), consumer.KeyPath("user"), consumer.IDPath("id"), consumer.TimePath("ts"))
+	dec, err := decode.NewDecoder([]string{budgetName},
+		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts"))
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/stats"
@@ -176,7 +177,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	ws := make([]*worker, c.Workers)
 	trees := make([]*flow.Tree, c.Workers)
 	for i := range ws {
-		w, tree, err := consumer.FromConfig(cfg,
+		w, tree, err := app.NewWorker(cfg,
 			consumer.WithLogger(log.With().Int("worker", i+1).Logger()),
 			// Frequent heartbeats make the group settle fast; the session
 			// and rebalance timeouts stay at kgo's defaults (45s, 60s), so
