@@ -56,6 +56,15 @@ const (
 	DefaultTuneInterval   = 100 * time.Millisecond
 	DefaultMaxPollRecords = 10000
 	DefaultQueueBatches   = 4
+	// GiveUp: a worker whose transactions keep aborting for refused
+	// produces stops after this many aborts over at least this long.
+	DefaultGiveUpAborts = 10
+	DefaultGiveUpAfter  = 10 * time.Second
+	// SessionRestarts: more failed sessions than this within the span
+	// stop the worker; a new session starts after the pause.
+	DefaultSessionRestarts = 5
+	DefaultRestartSpan     = 5 * time.Minute
+	DefaultRestartPause    = time.Second
 )
 
 // Opt configures a Worker.
@@ -91,6 +100,11 @@ type cfg struct {
 	variantLimits    []pipeline.VariantLimit
 	dedupWindow      int
 	onStart          []StartFunc
+	giveUpAborts     int
+	giveUpAfter      time.Duration
+	restarts         int
+	restartSpan      time.Duration
+	restartPause     time.Duration
 }
 
 func defaultCfg() cfg {
@@ -107,6 +121,11 @@ func defaultCfg() cfg {
 		log:              zerolog.Nop(),
 		now:              time.Now,
 		ensureTopics:     true,
+		giveUpAborts:     DefaultGiveUpAborts,
+		giveUpAfter:      DefaultGiveUpAfter,
+		restarts:         DefaultSessionRestarts,
+		restartSpan:      DefaultRestartSpan,
+		restartPause:     DefaultRestartPause,
 	}
 }
 
@@ -145,6 +164,10 @@ func (c *cfg) validate() error {
 		return bad("WithClock", "nil clock")
 	case c.dedupWindow < 0:
 		return bad("DedupWindow", "must not be negative")
+	case c.giveUpAborts <= 0 || c.giveUpAfter < 0:
+		return bad("GiveUp", "aborts must be positive and the window not negative")
+	case c.restarts < 0 || c.restartSpan < 0 || c.restartPause < 0:
+		return bad("SessionRestarts", "must not be negative")
 	}
 	if len(c.topics.Rewards) > 0 && c.rewardBudgetPath == "" {
 		return bad("RewardPaths", "empty budget path")
@@ -310,3 +333,21 @@ type StartFunc func(ctx context.Context, w *Worker) (stop func(), err error)
 
 // OnStart adds a StartFunc. Default none.
 func OnStart(fn StartFunc) Opt { return optFunc(func(c *cfg) { c.onStart = append(c.onStart, fn) }) }
+
+// GiveUp sets when a worker whose transactions keep aborting because the
+// brokers refuse a produce for good (not authorized, record too large)
+// stops with that error: after aborts aborted transactions in a row over
+// at least window, with no pause of window between two. Default
+// DefaultGiveUpAborts (10) over DefaultGiveUpAfter (10s).
+func GiveUp(aborts int, window time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.giveUpAborts, c.giveUpAfter = aborts, window })
+}
+
+// SessionRestarts sets how the worker replaces a failed session (its
+// producer fenced, or the brokers unreachable at a transaction's end): a
+// new session starts after pause, and more than max failures within span
+// stop the worker. Default DefaultSessionRestarts (5) within
+// DefaultRestartSpan (5m), DefaultRestartPause (1s) apart.
+func SessionRestarts(max int, span, pause time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.restarts, c.restartSpan, c.restartPause = max, span, pause })
+}

@@ -9,13 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Session restarts after a failed session (see runSessions).
-const (
-	maxFencedRestarts  = 5
-	fencedRestartSpan  = 5 * time.Minute
-	fencedRestartPause = time.Second
-)
-
 // producerFenced reports whether err says the session's transactional
 // producer can produce no more: its epoch is behind the broker's. That
 // happens when a broker restarted after a crash aborts the transactions
@@ -33,28 +26,20 @@ func producerFenced(err error) bool {
 // group stops every partition, whose uncommitted work the broker aborts)
 // and starts a new one with the same transactional id, which takes the
 // producer back: the new assignment resumes from the committed
-// checkpoints, as after a restart of the process. More than
-// maxFencedRestarts failures within fencedRestartSpan are fatal (fenced
-// each time: another live worker is likely using the same id).
+// checkpoints, as after a restart of the process. More than the
+// SessionRestarts option's count of failures within its span are fatal
+// (fenced each time: another live worker is likely using the same id).
 func (w *Worker) runSessions(ctx context.Context) error {
-	var recent []time.Time
+	var recent failures
 	for {
 		err := w.loop(ctx)
 		var se *sessionError
 		if err == nil || ctx.Err() != nil || !(producerFenced(err) || errors.As(err, &se)) {
 			return err
 		}
-		now := time.Now()
-		kept := recent[:0]
-		for _, at := range recent {
-			if now.Sub(at) < fencedRestartSpan {
-				kept = append(kept, at)
-			}
-		}
-		recent = append(kept, now)
-		if len(recent) > maxFencedRestarts {
+		if n := recent.add(w.cfg.now(), w.cfg.restartSpan); n > w.cfg.restarts {
 			return fmt.Errorf("%w (session failed %d times within %v; fenced: is another worker using transactional id %s?)",
-				err, len(recent), fencedRestartSpan, w.cfg.txnID)
+				err, n, w.cfg.restartSpan, w.cfg.txnID)
 		}
 		w.log.Warn().Err(err).Str("transactional_id", w.cfg.txnID).
 			Msg("session failed (producer fenced, or brokers unreachable at its end): starting a new session")
@@ -62,6 +47,22 @@ func (w *Worker) runSessions(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// failures are the instants sessions failed at, within the restart span.
+type failures struct{ at []time.Time }
+
+// add records a failure at now and returns how many there were within
+// span of now, this one included.
+func (f *failures) add(now time.Time, span time.Duration) int {
+	kept := f.at[:0]
+	for _, at := range f.at {
+		if now.Sub(at) < span {
+			kept = append(kept, at)
+		}
+	}
+	f.at = append(kept, now)
+	return len(f.at)
 }
 
 // restartSession replaces the session with a new one.
@@ -74,7 +75,7 @@ func (w *Worker) restartSession(ctx context.Context) error {
 	w.produceErr.Store(nil)
 	select { // a new session either way: Run closes it
 	case <-ctx.Done():
-	case <-time.After(fencedRestartPause):
+	case <-time.After(w.cfg.restartPause):
 	}
 	sess, err := w.newSession()
 	if err != nil {
@@ -86,4 +87,30 @@ func (w *Worker) restartSession(ctx context.Context) error {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	return nil
+}
+
+// A produce error that kgo returns has outlived its retries: the broker
+// refuses the record for good (too large, not authorized, no such topic).
+// Retrying the same records aborts every transaction, so a worker whose
+// transactions keep aborting for failed produces — at least the GiveUp
+// option's aborts over at least its window, with no pause of the window
+// between two — stops with the error instead of looping. Transactions that commit
+// meanwhile (partitions without a refused record) do not reset the count:
+// the partition that holds the refused record cannot move on. Nothing is
+// lost: no offset of a refused record was committed.
+
+// giveUp counts a transaction aborted for perr and returns a fatal error
+// once the aborts in a row pass both bounds.
+func (w *Worker) giveUp(perr error, now time.Time) error {
+	window := w.cfg.giveUpAfter
+	if w.aborts == 0 || now.Sub(w.lastAbort) > window {
+		w.aborts, w.abortsSince = 0, now
+	}
+	w.aborts++
+	w.lastAbort = now
+	if w.aborts < w.cfg.giveUpAborts || now.Sub(w.abortsSince) < window {
+		return nil
+	}
+	return fmt.Errorf("producing failed in %d aborted transactions over %v, giving up (the records are not committed and will be read again after a restart): %w",
+		w.aborts, now.Sub(w.abortsSince).Round(time.Second), perr)
 }
