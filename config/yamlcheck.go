@@ -1,129 +1,178 @@
 package config
 
 import (
-	"regexp"
+	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
-// This file turns yaml.v3's error messages into Problems with the path and
-// line of the field, and in the words of the schema rather than of Go.
+// This file checks a YAML tree against the schema (the yaml tags of
+// Config) before it is decoded, and says what is wrong in the words of the
+// schema, with the field path and line of each problem. It reads the tree
+// (node kinds, tags, values, positions), never the wording of yaml's error
+// messages: a scalar is checked by decoding that one node into its field's
+// type, which either works or does not.
 
 var (
-	lineRE       = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
-	unknownRE    = regexp.MustCompile(`^field (.+) not found in type \S+$`)
-	unmarshalRE  = regexp.MustCompile("(?s)^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
-	alreadyDefRE = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
-	alreadySetRE = regexp.MustCompile(`^field (.+) already set in type \S+$`)
+	timeType     = reflect.TypeOf(time.Time{})
+	durationType = reflect.TypeOf(time.Duration(0))
+	budgetType   = reflect.TypeOf(Budget{})
 )
 
-// syntaxProblem converts a YAML syntax error.
-func syntaxProblem(err error) Problem {
-	msg := err.Error()
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return Problem{Reason: "YAML syntax: " + m[2], Line: line}
-	}
-	return Problem{Reason: "YAML syntax: " + strings.TrimPrefix(msg, "yaml: ")}
+// schemaCheck walks a YAML tree beside the Go type it decodes into.
+type schemaCheck struct {
+	problems Problems
 }
 
-// problem converts one message of a yaml.TypeError.
-func (idx *lineIndex) problem(msg string) Problem {
-	m := lineRE.FindStringSubmatch(msg)
-	if m == nil {
-		return Problem{Reason: msg}
+func (s *schemaCheck) add(path, reason string, line int) {
+	s.problems = append(s.problems, Problem{Path: path, Reason: reason, Line: line})
+}
+
+// check checks n, at path, against t; in is the struct type holding the
+// field (nil at the root and for list items).
+func (s *schemaCheck) check(n *yaml.Node, t reflect.Type, path string, in reflect.Type) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
 	}
-	line, _ := strconv.Atoi(m[1])
-	msg = m[2]
-	if u := unknownRE.FindStringSubmatch(msg); u != nil {
-		path := idx.key(line, u[1])
-		if path == "" {
-			return Problem{Reason: "unknown field " + strconv.Quote(u[1]), Line: line}
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			s.check(c, t, path, in)
 		}
-		return Problem{Path: path, Reason: "unknown field", Line: line}
+		return
 	}
-	if u := unmarshalRE.FindStringSubmatch(msg); u != nil {
-		return Problem{Path: idx.value(line, u[2]), Line: line,
-			Reason: "want " + describe(u[3]) + ", got " + got(u[1], u[2])}
+	if n.Tag == "!!null" {
+		return // the zero value
 	}
-	if u := alreadyDefRE.FindStringSubmatch(msg); u != nil {
-		return Problem{Path: idx.key(line, u[1]), Line: line, Reason: "duplicate key (first at line " + u[2] + ")"}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	if u := alreadySetRE.FindStringSubmatch(msg); u != nil {
-		return Problem{Path: idx.key(line, u[1]), Line: line, Reason: "duplicate key"}
+	switch {
+	case t == timeType:
+		s.time(n, path, in == budgetType)
+	case t == durationType || t.Kind() != reflect.Struct && t.Kind() != reflect.Slice:
+		s.scalar(n, t, path)
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			s.add(path, "want a list, got "+got(n), n.Line)
+			return
+		}
+		for i, c := range n.Content {
+			s.check(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", nil)
+		}
+	default:
+		s.mapping(n, t, path)
 	}
-	return Problem{Path: idx.value(line, ""), Reason: msg, Line: line}
+}
+
+// mapping checks the keys of a mapping against the fields of struct t.
+func (s *schemaCheck) mapping(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		s.add(path, "want a mapping, got "+got(n), n.Line)
+		return
+	}
+	seen := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := k.Value
+		if path != "" {
+			p = path + "." + k.Value
+		}
+		if first, dup := seen[k.Value]; dup {
+			s.add(p, "duplicate key (first at line "+strconv.Itoa(first)+")", k.Line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		f, ok := fieldByKey(t, k.Value)
+		if !ok {
+			s.add(p, "unknown field", k.Line)
+			continue
+		}
+		s.check(v, f.Type, p, t)
+	}
+}
+
+// fieldByKey returns the field of struct t whose yaml key is key.
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.IsExported() && name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// scalar checks that n decodes into a value of type t.
+func (s *schemaCheck) scalar(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.ScalarNode || n.Decode(reflect.New(t).Interface()) != nil {
+		s.add(path, "want "+describe(t)+", got "+got(n), n.Line)
+	}
+}
+
+// time checks a time; strict ones (a budget's begin and end) must be RFC
+// 3339: YAML's own timestamps would also take a bare date, or a time
+// without a zone read as UTC.
+func (s *schemaCheck) time(n *yaml.Node, path string, strict bool) {
+	var t time.Time
+	bad := n.Kind != yaml.ScalarNode || n.Decode(&t) != nil
+	if !bad && strict {
+		_, err := time.Parse(time.RFC3339Nano, n.Value)
+		bad = err != nil
+	}
+	if bad {
+		s.add(path, "want "+describe(timeType)+", got "+got(n), n.Line)
+	}
 }
 
 // describe names a Go type the way the schema means it.
-func describe(goType string) string {
-	switch goType {
-	case "float64":
-		return "a number"
-	case "int32", "int", "int64":
-		return "an integer"
-	case "bool":
-		return "true or false"
-	case "string", "config.Delivery", "config.Kind":
-		return "a string"
-	case "time.Duration":
+func describe(t reflect.Type) string {
+	switch {
+	case t == durationType:
 		return "a duration such as 1s or 100ms"
-	case "time.Time":
+	case t == timeType:
 		return "an RFC 3339 time such as 2026-11-22T10:00:00Z"
 	}
-	if strings.HasPrefix(goType, "[]") {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
 		return "a list"
 	}
 	return "a mapping"
 }
 
-// got describes the value yaml found, by its resolved tag.
-func got(tag, value string) string {
-	switch tag {
-	case "seq":
+// got describes the value yaml found.
+func got(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
 		return "a list"
-	case "map":
+	case yaml.MappingNode:
 		return "a mapping"
-	case "null":
+	}
+	if n.Tag == "!!null" {
 		return "nothing"
 	}
-	return strconv.Quote(value)
-}
-
-// lineIndex finds the fields of a YAML tree by line.
-type lineIndex struct {
-	byLine map[int][]entry // by the line of the key and of the value
-}
-
-type entry struct {
-	path  string
-	key   string // the mapping key, "" for a sequence item
-	value *yaml.Node
-	line  int // of the key, or of the item
-}
-
-func newLineIndex(root *yaml.Node) *lineIndex {
-	idx := &lineIndex{byLine: make(map[int][]entry)}
-	if root != nil {
-		walk(root, "", func(e entry) {
-			idx.byLine[e.line] = append(idx.byLine[e.line], e)
-			if e.value.Line != e.line {
-				idx.byLine[e.value.Line] = append(idx.byLine[e.value.Line], e)
-			}
-		})
-	}
-	return idx
+	return strconv.Quote(n.Value)
 }
 
 // linesByPath returns path -> line for every field of root.
 func linesByPath(root *yaml.Node) map[string]int {
 	lines := make(map[string]int)
 	if root != nil {
-		walk(root, "", func(e entry) {
-			if _, ok := lines[e.path]; !ok {
-				lines[e.path] = e.line
+		walk(root, "", func(path string, line int) {
+			if _, ok := lines[path]; !ok {
+				lines[path] = line
 			}
 		})
 	}
@@ -131,8 +180,8 @@ func linesByPath(root *yaml.Node) map[string]int {
 }
 
 // walk calls fn for every mapping value and sequence item under n, parents
-// before children.
-func walk(n *yaml.Node, path string, fn func(entry)) {
+// before children, with its path and the line of its key (or item).
+func walk(n *yaml.Node, path string, fn func(path string, line int)) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
@@ -145,39 +194,14 @@ func walk(n *yaml.Node, path string, fn func(entry)) {
 			if path != "" {
 				p = path + "." + k.Value
 			}
-			fn(entry{path: p, key: k.Value, value: v, line: k.Line})
+			fn(p, k.Line)
 			walk(v, p, fn)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			p := path + "[" + strconv.Itoa(i) + "]"
-			fn(entry{path: p, value: c, line: c.Line})
+			fn(p, c.Line)
 			walk(c, p, fn)
 		}
 	}
-}
-
-// key returns the path of the mapping key named key on line, or "".
-func (idx *lineIndex) key(line int, key string) string {
-	for _, e := range idx.byLine[line] {
-		if e.key == key && e.line == line {
-			return e.path
-		}
-	}
-	return ""
-}
-
-// value returns the path of the field whose scalar value on line is text,
-// else of the deepest field on line, else "".
-func (idx *lineIndex) value(line int, text string) string {
-	var best string
-	for _, e := range idx.byLine[line] {
-		if text != "" && e.value.Line == line && e.value.Kind == yaml.ScalarNode && e.value.Value == text {
-			return e.path
-		}
-		if len(e.path) > len(best) {
-			best = e.path
-		}
-	}
-	return best
 }
