@@ -14,6 +14,7 @@ import (
 	"github.com/throttler/throttler/control"
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/internal/controlfeed"
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/throttler/throttler/pipeline"
 )
 
@@ -69,13 +70,10 @@ func TestControlTopic(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				deadline := sent.Add(waitLong)
-				for !cond(w.w) {
-					if time.Now().After(deadline) {
-						delays[i] = -1
-						return
-					}
-					time.Sleep(time.Millisecond)
+				// A fine tick: the test logs how soon each worker applied it.
+				if !testwait.Poll(testwait.Patience, time.Millisecond, func() bool { return cond(w.w) }) {
+					delays[i] = -1
+					return
 				}
 				delays[i] = time.Since(sent)
 			}()
@@ -195,28 +193,14 @@ func w1Budget(w *Worker, name string) config.Budget {
 // waitOwned waits until every worker owns input partitions.
 func waitOwned(t *testing.T, ws []*runningWorker) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for {
-		all := true
+	testwait.Eventually(t, "the workers to share the input", func() bool {
 		for _, w := range ws {
-			w.w.mu.Lock()
-			n := 0
-			for _, p := range w.w.parts {
-				if !p.reward {
-					n++
-				}
+			if ownedInputs(w.w) == 0 {
+				return false
 			}
-			w.w.mu.Unlock()
-			all = all && n > 0
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the workers did not share the input in %v", waitLong)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 }
 
 func recordHeader(r *kgo.Record, key string) string {

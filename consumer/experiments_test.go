@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
@@ -139,24 +141,36 @@ func metricValue(m *dto.Metric) float64 {
 // counts of the checkpoints and of the stats topic must equal what the
 // output topics hold, and the SRM check must flag skew/arm and not
 // ui/color.
+//
+// The workers' clock reads a minute before the top of an hour and jumps
+// two minutes once the first half is committed, so that every run
+// crosses a period boundary with passes on both sides: budget a must
+// count the same whatever hour the test runs at (see docs/kafka-notes.md,
+// tests that depended on the hour).
 func TestVariantCountsAndSRM(t *testing.T) {
 	env := newTestEnv(t)
+	clock := newTestClock(time.Hour, time.Minute)
 	const n = 100_000
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		k := fmt.Sprintf("k%d", i)
 		recs[i] = &kgo.Record{Topic: "events", Key: []byte(k), Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"a","user":%q}`, i, k))}
 	}
-	budgets := []flow.Budget{{Name: "a", Target: 1e12, Period: time.Hour}}
+	// A window around the run, not a period: status counts a period
+	// budget's current period only, and the run crosses a period
+	// boundary.
+	start := clock.Now()
+	budgets := []flow.Budget{{Name: "a", Target: 1e12, Begin: start.Add(-time.Hour), End: start.Add(24 * time.Hour)}}
 	lossy := CustomizePipeline(func(p *pipeline.Pipeline) error { p.Use(pipeline.Func("lossy", lossyStage)); return nil })
 	env.produce(recs[:n/4])
-	w1 := env.startExperimentWorker(t, "w1", budgets, lossy)
-	w2 := env.startExperimentWorker(t, "w2", budgets, lossy)
+	w1 := env.startExperimentWorker(t, "w1", budgets, lossy, WithClock(clock.Now))
+	w2 := env.startExperimentWorker(t, "w2", budgets, lossy, WithClock(clock.Now))
 	for i := n / 4; i < n/2; i += n / 20 {
 		env.produce(recs[i : i+n/20])
 	}
 	env.waitCommitted("events")
-	w2.stop(t) // w1 takes over w2's partitions from their checkpoints
+	clock.Jump(2 * time.Minute) // past the top of the hour
+	w2.stop(t)                  // w1 takes over w2's partitions from their checkpoints
 	env.produce(recs[n/2:])
 	env.waitCommitted("events")
 
@@ -205,9 +219,9 @@ func TestVariantCountsAndSRM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer view.Close()
-	deadline := time.Now().Add(waitLong)
-	for {
-		inStats, keysInStats := map[string]uint64{}, map[string]uint64{}
+	var inStats, keysInStats map[string]uint64
+	if !testwait.Poll(testwait.Patience, testwait.Tick, func() bool {
+		inStats, keysInStats = map[string]uint64{}, map[string]uint64{}
 		for _, e := range [][2]string{{"ui", "color"}, {"skew", "arm"}} {
 			tot, _ := view.VariantTotals(e[0], e[1])
 			for v, c := range tot {
@@ -215,13 +229,9 @@ func TestVariantCountsAndSRM(t *testing.T) {
 				keysInStats[e[0]+"/"+e[1]+"/"+v] = c.Keys
 			}
 		}
-		if fmt.Sprint(inStats) == fmt.Sprint(inOutputs) && fmt.Sprint(keysInStats) == fmt.Sprint(keysInCheckpoints) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats topic counts %v events and %v keys, outputs hold %v, checkpoints %v keys", inStats, keysInStats, inOutputs, keysInCheckpoints)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Sprint(inStats) == fmt.Sprint(inOutputs) && fmt.Sprint(keysInStats) == fmt.Sprint(keysInCheckpoints)
+	}) {
+		t.Fatalf("stats topic counts %v events and %v keys, outputs hold %v, checkpoints %v keys", inStats, keysInStats, inOutputs, keysInCheckpoints)
 	}
 	if defs := view.BudgetDefs(); len(defs) != 1 || defs[0].Budget.Name != "a" || defs[0].Budget.Target != 1e12 {
 		t.Errorf("budget definitions on the stats topic: %+v", defs)
@@ -237,22 +247,19 @@ func TestVariantCountsAndSRM(t *testing.T) {
 	skewed := splitter.CheckSRM([]uint64{k["skew/arm/a"], k["skew/arm/b"]}, []float64{1, 1})
 	t.Logf("keys ui/color red %d blue %d: chi2 %.3f p %.4g; skew/arm a %d b %d: chi2 %.1f p %.3g",
 		k["ui/color/red"], k["ui/color/blue"], fair.Chi2, fair.P, k["skew/arm/a"], k["skew/arm/b"], skewed.Chi2, skewed.P)
-	deadline = time.Now().Add(waitLong)
-	for {
-		pFair, ok1 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_p", map[string]string{"layer": "ui", "experiment": "color"})
-		mFair, ok2 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_mismatch", map[string]string{"layer": "ui", "experiment": "color"})
-		pSkew, ok3 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_p", map[string]string{"layer": "skew", "experiment": "arm"})
-		mSkew, ok4 := gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_mismatch", map[string]string{"layer": "skew", "experiment": "arm"})
-		if ok1 && ok2 && ok3 && ok4 && pFair == fair.P && pSkew == skewed.P {
-			if mFair != 0 || mSkew != 1 {
-				t.Fatalf("mismatch gauges: ui/color %v (p %v), skew/arm %v (p %v)", mFair, pFair, mSkew, pSkew)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SRM gauges did not reach the final counts: ui/color p %v (want %v), skew/arm p %v (want %v)", pFair, fair.P, pSkew, skewed.P)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var pFair, mFair, pSkew, mSkew float64
+	if !testwait.Poll(testwait.Patience, testwait.Tick, func() bool {
+		var ok1, ok2, ok3, ok4 bool
+		pFair, ok1 = gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_p", map[string]string{"layer": "ui", "experiment": "color"})
+		mFair, ok2 = gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_mismatch", map[string]string{"layer": "ui", "experiment": "color"})
+		pSkew, ok3 = gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_p", map[string]string{"layer": "skew", "experiment": "arm"})
+		mSkew, ok4 = gauge(t, w1.w.Gatherer(), "throttler_experiment_srm_mismatch", map[string]string{"layer": "skew", "experiment": "arm"})
+		return ok1 && ok2 && ok3 && ok4 && pFair == fair.P && pSkew == skewed.P
+	}) {
+		t.Fatalf("SRM gauges did not reach the final counts: ui/color p %v (want %v), skew/arm p %v (want %v)", pFair, fair.P, pSkew, skewed.P)
+	}
+	if mFair != 0 || mSkew != 1 {
+		t.Fatalf("mismatch gauges: ui/color %v (p %v), skew/arm %v (p %v)", mFair, pFair, mSkew, pSkew)
 	}
 	if fair.Mismatch || !fair.Checked || !skewed.Mismatch {
 		t.Fatalf("fair %+v, skewed %+v", fair, skewed)
@@ -260,7 +267,7 @@ func TestVariantCountsAndSRM(t *testing.T) {
 
 	// What throttler status makes of the topic the workers wrote (every
 	// event passed budget a; the lossy stage dropped some after).
-	st := status.Build(view, "stats", time.Now())
+	st := status.Build(view, "stats", clock.Now())
 	if len(st.Budgets) != 1 || st.Budgets[0].Passed != n || st.Budgets[0].Sources != inputPartitions || st.Mismatches != 1 {
 		t.Fatalf("status: %+v", st)
 	}
@@ -299,6 +306,8 @@ func TestVariantLimitTwoWorkers(t *testing.T) {
 			n++
 		}
 		env.produce(recs)
+		// Real time: the limit's window runs on the worker's clock, and
+		// the test spreads its input over half of it.
 		time.Sleep(500 * time.Millisecond)
 	}
 	last := time.Now()
@@ -414,3 +423,20 @@ func BenchmarkVariantCount(b *testing.B) {
 		}
 	})
 }
+
+// testClock runs with the real clock, shifted: it starts lead before a
+// multiple of period, and Jump moves it on.
+type testClock struct{ shift atomic.Int64 }
+
+func newTestClock(period, lead time.Duration) *testClock {
+	now := time.Now()
+	c := &testClock{}
+	c.shift.Store(int64(now.Truncate(period).Add(period).Add(-lead).Sub(now)))
+	return c
+}
+
+// Now reads the clock.
+func (c *testClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
+
+// Jump moves the clock on by d.
+func (c *testClock) Jump(d time.Duration) { c.shift.Add(int64(d)) }

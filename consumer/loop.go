@@ -16,7 +16,9 @@ func (w *Worker) loop(ctx context.Context) error {
 	w.nextSync = now
 	pending := 0
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithDeadline(ctx, w.pollDeadline(nextCommit))
+		// The deadline is an instant of the worker's clock; the poll's
+		// context runs on the real one, so it gets the time left.
+		pctx, cancel := context.WithTimeout(ctx, w.pollDeadline(nextCommit).Sub(w.cfg.now()))
 		fs := w.sess.poll(pctx, w.cfg.maxPollRecords)
 		cancel()
 		if fs.IsClientClosed() {

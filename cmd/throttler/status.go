@@ -57,7 +57,7 @@ topic cannot be read, 2 for a bad flag.`,
 			if err := view.WaitCaughtUp(ctx); err != nil {
 				return fmt.Errorf("reading stats topic %q to its end: %w", *topic, err)
 			}
-			st := status.Build(view, *topic, time.Now())
+			st := status.Build(view, *topic, clock())
 			if *asJSON {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")
