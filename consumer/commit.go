@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -121,7 +122,15 @@ func (w *Worker) write(u *unit, parts []*partition) error {
 
 // end ends the unit of work: committed unless a produce failed. An abort
 // for a failed produce counts towards giving up (see giveUp).
+//
+// It flushes first, and only then looks for failed produces: a record
+// refused while the session's end flushes it would not stop kgo from
+// committing the transaction (or the offsets, at least once), and the
+// refused record would be lost.
 func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
+	if err := w.sess.client().Flush(ctx); err != nil {
+		return false, &sessionError{fmt.Errorf("flush: %w", err)}
+	}
 	ok := w.produceErrs.Load() == 0
 	t1 := w.cfg.now()
 	committed, err = w.sess.end(ctx, ok, u.held)
