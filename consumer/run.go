@@ -26,18 +26,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	w.prodCtx, w.prodCancel = context.WithCancel(context.Background())
 	defer w.prodCancel()
 
-	if w.http != nil {
-		go func() {
-			if err := w.http.Serve(); err != nil {
-				w.log.Error().Err(err).Msg("http server")
-			}
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = w.http.Shutdown(sctx)
-		}()
-	}
+	defer w.serveHTTP()()
 
 	// Rejected credentials or a TLS mismatch would otherwise show up as
 	// clients retrying EOFs forever.
@@ -49,30 +38,15 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, w.cfg.statsClientOpts))
+	stopAll, err := w.startView(ctx)
+	defer stopAll()
 	if err != nil {
-		return fmt.Errorf("stats view: %w", err)
-	}
-	w.view = view
-	w.viewPtr.Store(view)
-	defer view.Close()
-	if err := view.WaitCaughtUp(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("stats view: %w", err)
+		return err
 	}
-	for _, start := range w.cfg.onStart {
-		stopIt, err := start(ctx, w)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		defer stopIt()
-	}
-	w.tree.Sync(w.cfg.now(), viewExchange{view})
+	w.tree.Sync(w.cfg.now(), viewExchange{w.view})
 
 	loopCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -104,6 +78,54 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	w.closeAll()
 	w.log.Info().Err(err).Msg("worker stopped")
 	return err
+}
+
+// serveHTTP serves the metrics and health endpoints, if any, in the
+// background; the function it returns shuts the server down.
+func (w *Worker) serveHTTP() (shutdown func()) {
+	if w.http == nil {
+		return func() {}
+	}
+	go func() {
+		if err := w.http.Serve(); err != nil {
+			w.log.Error().Err(err).Msg("http server")
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.http.Shutdown(sctx)
+	}
+}
+
+// startView opens the stats view, waits for it to catch up, then starts
+// what runs beside the worker (OnStart). stop closes what was started,
+// also after an error.
+func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, w.cfg.statsClientOpts))
+	if err != nil {
+		return stop, fmt.Errorf("stats view: %w", err)
+	}
+	w.view = view
+	w.viewPtr.Store(view)
+	stops = append(stops, view.Close)
+	if err := view.WaitCaughtUp(ctx); err != nil {
+		return stop, fmt.Errorf("stats view: %w", err)
+	}
+	for _, start := range w.cfg.onStart {
+		stopIt, err := start(ctx, w)
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, stopIt)
+	}
+	return stop, nil
 }
 
 // fail records a fatal error and stops the loop.
