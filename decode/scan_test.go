@@ -107,14 +107,42 @@ func TestSimplePath(t *testing.T) {
 	}
 }
 
+// scanBenchValue is a loadgen-shaped event for the decoding benchmarks.
+var scanBenchValue = []byte(`{"id":"1-42","user":"user-3","budget":"summer","score":0.6046602879796196,"ts":1795341600000,"pad":"` + strings.Repeat("x", 60) + `"}`)
+
+// BenchmarkScanDecode decodes with the one-pass scanner; compare it with
+// BenchmarkScanDecodeGJSON, the same decoding through gjson, which is why
+// the scanner exists: run both with -bench ScanDecode.
 func BenchmarkScanDecode(b *testing.B) {
 	d := newTestDecoder(b, KeyPath("user"), IDPath("id"), TimePath("ts"), BudgetPath("budget"))
-	v := []byte(`{"id":"1-42","user":"user-3","budget":"summer","score":0.6046602879796196,"ts":1795341600000,"pad":"` + strings.Repeat("x", 60) + `"}`)
+	v := scanBenchValue
 	var got Decoded
 	b.SetBytes(int64(len(v)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := d.Decode(nil, v, time.Time{}, &got); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkScanDecodeGJSON is the baseline of BenchmarkScanDecode: the
+// decoder's slow path on the same record, which validates with gjson
+// (ValidBytes, plus the UTF-8 and depth checks) and reads every field with
+// gjson.Get, as the decoder did before the scanner and still does for a
+// record the scanner refuses.
+func BenchmarkScanDecodeGJSON(b *testing.B) {
+	d := newTestDecoder(b, KeyPath("user"), IDPath("id"), TimePath("ts"), BudgetPath("budget"))
+	v := scanBenchValue
+	var got Decoded
+	b.SetBytes(int64(len(v)))
+	b.ReportAllocs()
+	for b.Loop() {
+		got.Clear()
+		if reason := d.check(v); reason != "" {
+			b.Fatal(reason)
+		}
+		if err := d.fields(nil, v, time.Time{}, &got, nil, false, d.tab); err != nil {
 			b.Fatal(err)
 		}
 	}
