@@ -34,7 +34,7 @@ type Config struct {
 	// (fields.id, then required) repeats one of the last DedupWindow
 	// distinct ids of its partition goes to the dead-letter topic with
 	// reason duplicate_id. Per partition and in memory (see
-	// consumer.DedupStage). Default 0: off.
+	// pipeline.DedupStage). Default 0: off.
 	DedupWindow int `yaml:"dedup_window"`
 	// Rewards locates the values the worker reads in each reward event.
 	Rewards Rewards `yaml:"rewards"`
