@@ -153,7 +153,7 @@ func (w *Worker) stopPartitions(ps []*partition) {
 		p.cancel()
 		close(p.in)
 		<-p.done
-		p.counts.flush(w.m, p.tab.Names())
+		p.flushCounts()
 		p.close(now)
 		w.m.consumerLag.DeleteLabelValues(p.topic, fmt.Sprint(p.id))
 	}

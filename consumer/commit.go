@@ -46,7 +46,7 @@ func (w *Worker) commit() error {
 			u.touched = append(u.touched, p)
 			p.foldVariants()
 		}
-		p.counts.flush(w.m, p.tab.Names())
+		p.flushCounts()
 	}
 	if len(u.touched) == 0 && !u.syncDue {
 		return nil

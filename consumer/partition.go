@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,11 @@ type partition struct {
 	hold       holdState // a delay budget stopped the partition (delay.go)
 	committed  stats.Checkpoint
 	variants   variantState
+
+	// flushMu serialises flushing counts: the poll loop's last commit, at
+	// shutdown, runs with rebalances allowed, so a revoke may stop (and
+	// flush) a partition meanwhile.
+	flushMu sync.Mutex
 
 	toPublish atomic.Pointer[[]stats.VariantCounts] // variant counts not yet on the stats topic
 }
@@ -164,6 +170,14 @@ func (p *partition) rollback(now time.Time) error {
 		s.Aborted()
 	}
 	return p.open(now)
+}
+
+// flushCounts adds the partition's counts to the worker's metrics. The
+// partition must be idle.
+func (p *partition) flushCounts() {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	p.counts.flush(p.w.m, p.tab.Names())
 }
 
 // kept returns the states the partition's stages keep with its
