@@ -22,7 +22,7 @@ type Cap struct {
 	Name string `yaml:"name"`
 	// Key is the JSON path of the capped entity. Default: fields.key (the
 	// event's key, itself the record key by default). The input should be
-	// keyed by it: see the README's section on caps.
+	// keyed by it: see docs/configuration.md, Per-key caps.
 	Key string `yaml:"key"`
 	// Burst is CL.THROTTLE's max_burst: a key may take Burst+1 at once.
 	// At least 0. Default 0.

@@ -34,7 +34,7 @@ type Config struct {
 	// (fields.id, then required) repeats one of the last DedupWindow
 	// distinct ids of its partition goes to the dead-letter topic with
 	// reason duplicate_id. Per partition and in memory (see
-	// consumer.DedupStage). Default 0: off.
+	// pipeline.DedupStage). Default 0: off.
 	DedupWindow int `yaml:"dedup_window"`
 	// Rewards locates the values the worker reads in each reward event.
 	Rewards Rewards `yaml:"rewards"`
@@ -183,6 +183,13 @@ type HTTP struct {
 	// interfaces. Default ":9090".
 	Listen string `yaml:"listen"`
 }
+
+// LogFormats are the values of log.format; internal/logx writes them.
+var LogFormats = []string{"json", "console"}
+
+// LogLevels are the values of log.level, from the most to the least
+// verbose; internal/logx reads them.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
 
 // Log configures logging (see internal/logx).
 type Log struct {

@@ -58,17 +58,14 @@ type Problems []Problem
 
 // Error joins the problems: "invalid config: a: x; b: y".
 func (ps Problems) Error() string {
-	var b strings.Builder
-	b.WriteString(ErrInvalid.Error())
-	for i, p := range ps {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(p.Error())
+	if len(ps) == 0 {
+		return ErrInvalid.Error()
 	}
-	return b.String()
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.Error()
+	}
+	return ErrInvalid.Error() + ": " + strings.Join(msgs, "; ")
 }
 
 // Unwrap returns each problem as an error, for errors.Is and errors.As.

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Load reads, parses and validates the config file at path (see Parse).
@@ -46,8 +47,8 @@ func Parse(data []byte) (*Config, error) {
 // decode reads data into c, returning the YAML tree (nil for an empty
 // document) and the problems met.
 func decode(data []byte, c *Config) (root *yaml.Node, ps Problems) {
-	// yaml.v3 is not maintained any more; turn a panic on hostile input
-	// into a problem rather than a crash of the caller.
+	// Turn a panic of the YAML decoder on hostile input into a problem
+	// rather than a crash of the caller.
 	defer func() {
 		if r := recover(); r != nil {
 			root, ps = nil, Problems{{Reason: fmt.Sprintf("YAML decoder failed: %v", r)}}
@@ -63,27 +64,24 @@ func decode(data []byte, c *Config) (root *yaml.Node, ps Problems) {
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		line := next.Line
 		if err != nil {
 			return nil, Problems{syntaxProblem(err)}
 		}
-		return nil, Problems{{Reason: "more than one YAML document (remove the second ---)", Line: line}}
+		return nil, Problems{{Reason: "more than one YAML document (remove the second ---)", Line: next.Line}}
 	}
-	root = &doc
+	var sc schemaCheck
+	sc.check(&doc, reflect.TypeOf(c).Elem(), "", nil)
+	if len(sc.problems) > 0 {
+		return nil, sc.problems
+	}
+	if err := doc.Decode(c); err != nil { // the check above should leave nothing
+		return nil, Problems{{Reason: "YAML: " + err.Error()}}
+	}
+	return &doc, nil
+}
 
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	err := strict.Decode(c)
-	if err == nil {
-		return root, nil
-	}
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return nil, Problems{syntaxProblem(err)}
-	}
-	idx := newLineIndex(root)
-	for _, msg := range te.Errors {
-		ps = append(ps, idx.problem(msg))
-	}
-	return nil, ps
+// syntaxProblem is a YAML syntax error. Its message is the parser's, with
+// the line in its words: the parser gives no position otherwise.
+func syntaxProblem(err error) Problem {
+	return Problem{Reason: "YAML syntax: " + err.Error()}
 }

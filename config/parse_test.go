@@ -69,7 +69,7 @@ func TestParseProblems(t *testing.T) {
 		{"bare number is not a duration", minimal + "commit_interval: 100\n",
 			[]wantLine{{"commit_interval", "want a duration", 11}}},
 		{"list expected", strings.Replace(minimal, "[127.0.0.1:9092]", "localhost:9092", 1),
-			[]wantLine{{"brokers", `want a list, got "localho...`, 1}}},
+			[]wantLine{{"brokers", `want a list, got "localhost:9092"`, 1}}},
 		{"mapping expected", minimal + "http: 9090\n", []wantLine{{"http", "want a mapping", 11}}},
 		{"bare date", strings.Replace(minimal, "period: 1m", "begin: 2026-11-22\n    end: 2026-11-23T00:00:00Z", 1),
 			[]wantLine{{"budgets[0].begin", "RFC 3339", 10}}},

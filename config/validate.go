@@ -3,11 +3,11 @@ package config
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
-	"github.com/throttler/throttler/internal/logx"
 	"github.com/throttler/throttler/splitter"
 )
 
@@ -64,11 +64,11 @@ func (c *Config) Validate() error {
 	}
 	v.variantLimits(c)
 	v.hostPort("http.listen", c.HTTP.Listen, true)
-	if err := logx.CheckFormat(c.Log.Format); err != nil || c.Log.Format == "" {
-		v.add("log.format", fmt.Sprintf("must be %q or %q, got %q", logx.FormatJSON, logx.FormatConsole, c.Log.Format))
+	if !slices.Contains(LogFormats, c.Log.Format) {
+		v.add("log.format", fmt.Sprintf("must be %q or %q, got %q", LogFormats[0], LogFormats[1], c.Log.Format))
 	}
-	if _, err := logx.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
-		v.add("log.level", fmt.Sprintf("must be one of %s, got %q", strings.Join(logx.Levels, ", "), c.Log.Level))
+	if !slices.Contains(LogLevels, c.Log.Level) {
+		v.add("log.level", fmt.Sprintf("must be one of %s, got %q", strings.Join(LogLevels, ", "), c.Log.Level))
 	}
 	return v.problems.err()
 }

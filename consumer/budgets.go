@@ -2,90 +2,11 @@ package consumer
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/pipeline"
 )
-
-// budgetTable maps budget names to the indices partitions keep their lanes
-// and counters by. Indices are stable: a table only ever grows (a deleted
-// budget keeps its index, marked dead, and gets it back if re-added), so a
-// counter or lane indexed under an older table still means the same
-// budget. A table is immutable; the worker swaps a new one in atomically
-// when the budgets change, and each partition picks it up at the start of
-// a batch.
-type budgetTable struct {
-	names []string
-	live  []bool
-	byNam map[string]int // live names only
-}
-
-func newBudgetTable(names []string) (*budgetTable, error) {
-	t := &budgetTable{byNam: make(map[string]int, len(names))}
-	for _, b := range names {
-		if _, dup := t.byNam[b]; dup {
-			return nil, &ConfigError{Option: "budgets", Reason: "duplicate budget " + strconv.Quote(b)}
-		}
-		t.byNam[b] = len(t.names)
-		t.names = append(t.names, b)
-		t.live = append(t.live, true)
-	}
-	return t, nil
-}
-
-// with returns a table whose live budgets are names; earlier names keep
-// their indices.
-func (t *budgetTable) with(names []string) *budgetTable {
-	n := &budgetTable{
-		names: append([]string(nil), t.names...),
-		live:  make([]bool, len(t.names), len(t.names)+len(names)),
-		byNam: make(map[string]int, len(names)),
-	}
-	all := make(map[string]int, len(t.names))
-	for i, b := range t.names {
-		all[b] = i
-	}
-	for _, b := range names {
-		i, ok := all[b]
-		if !ok {
-			i = len(n.names)
-			n.names = append(n.names, b)
-			n.live = append(n.live, false)
-		}
-		n.live[i] = true
-		n.byNam[b] = i
-	}
-	return n
-}
-
-// index returns the index of live budget b, or -1. A few names are
-// compared one by one, faster than hashing.
-func (t *budgetTable) index(b string) int {
-	if len(t.names) <= 8 {
-		for i, n := range t.names {
-			if n == b && t.live[i] {
-				return i
-			}
-		}
-		return -1
-	}
-	if i, ok := t.byNam[b]; ok {
-		return i
-	}
-	return -1
-}
-
-// liveNames returns the live budgets, in index order.
-func (t *budgetTable) liveNames() []string {
-	out := make([]string, 0, len(t.byNam))
-	for i, b := range t.names {
-		if t.live[i] {
-			out = append(out, b)
-		}
-	}
-	return out
-}
 
 // UpdateBudgets changes the budgets of the running worker: the flow tree
 // is updated (see flow.Tree.Update: a changed budget keeps its counters),
@@ -129,7 +50,7 @@ func (w *Worker) UpdateBudgets(budgets []flow.Budget) (flow.Changes, error) {
 			names = append(names, b.Name)
 		}
 	}
-	w.budgetTab.Store(w.budgetTab.Load().with(names))
+	w.budgetTab.Store(w.budgetTab.Load().With(names))
 	return ch, nil
 }
 
@@ -142,31 +63,33 @@ func (p *partition) follow(now time.Time) {
 		return
 	}
 	p.tab = tab
-	p.ev.budgets = tab
-	p.counts.grow(len(tab.names))
+	p.counts.grow(len(tab.Names()))
 	p.relane()
 }
 
-// relane indexes the source's lanes by the partition's budget table.
+// relane indexes the source's lanes by the partition's budget table and
+// hands them to the partition's stages.
 func (p *partition) relane() {
 	p.lanes = p.lanes[:0]
-	p.deciders = p.deciders[:0]
-	for i, b := range p.tab.names {
+	deciders := make([]pipeline.Decider, 0, len(p.tab.Names()))
+	for i, b := range p.tab.Names() {
 		var l *flow.Lane
-		if p.tab.live[i] {
+		if p.tab.Live(i) {
 			l = p.src.Lane(b)
 		}
 		p.lanes = append(p.lanes, l)
-		if l == nil {
-			p.deciders = append(p.deciders, nil)
-		} else {
-			p.deciders = append(p.deciders, l)
-		}
+		deciders = append(deciders, decider(l))
 	}
-	p.limitLanes = p.limitLanes[:0]
-	for _, l := range p.w.cfg.variantLimits {
-		p.limitLanes = append(p.limitLanes, p.src.Lane(l.Budget))
+	src := p.src
+	p.part.SetLanes(p.tab, deciders, func(b string) pipeline.Decider { return decider(src.Lane(b)) })
+}
+
+// decider returns l as a Decider, nil (not a nil *flow.Lane) when l is.
+func decider(l *flow.Lane) pipeline.Decider {
+	if l == nil {
+		return nil
 	}
+	return l
 }
 
 // grow makes room for the counters of n budgets.

@@ -8,7 +8,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -20,7 +22,7 @@ func (env *testEnv) startCapWorker(t *testing.T, name string) *runningWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder([]string{"a"}, KeyPath("user"), IDPath("id"))
+	dec, err := decode.NewDecoder([]string{"a"}, decode.KeyPath("user"), decode.IDPath("id"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func (env *testEnv) startCapWorker(t *testing.T, name string) *runningWorker {
 		Group("gcaps"),
 		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq",
 			Stats: "gcaps.stats", Checkpoints: "gcaps.ckpt"}),
-		WithCaps("gcaps.caps", CapSpec{Name: "per-user", Burst: 1, Count: 1, Period: time.Hour}),
+		WithCaps("gcaps.caps", pipeline.CapSpec{Name: "per-user", Burst: 1, Count: 1, Period: time.Hour}),
 		WithLogger(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("worker", name).Logger()),
 	)
 	if err != nil {
@@ -72,7 +74,7 @@ func TestCapsSurviveRestart(t *testing.T) {
 	}
 	capped := 0
 	for _, r := range got["rejected"] {
-		if v, _ := HeaderValue(r, HeaderReason); v == ReasonCap {
+		if v, _ := pipeline.HeaderValue(r, pipeline.HeaderReason); v == pipeline.ReasonCap {
 			capped++
 		}
 	}

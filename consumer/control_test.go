@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/control"
+	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/internal/controlfeed"
+	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/pipeline"
 )
 
 // TestControlTopic changes budgets on two running workers through the
@@ -29,9 +31,12 @@ func TestControlTopic(t *testing.T) {
 		Output: "out", Rejected: "rejected", DeadLetter: "dlq",
 		Stats: "stats", Checkpoints: "ckpt", Control: "ctl",
 	}
+	follow := OnStart(func(ctx context.Context, w *Worker) (func(), error) {
+		return controlfeed.Start(ctx, "ctl", w.ClientOpts(), w, w.Registerer(), w.Logger())
+	})
 	ws := []*runningWorker{
-		env.startWorker(t, "w1", WithTopics(topics), SyncInterval(syncInterval)),
-		env.startWorker(t, "w2", WithTopics(topics), SyncInterval(syncInterval)),
+		env.startWorker(t, "w1", WithTopics(topics), SyncInterval(syncInterval), follow),
+		env.startWorker(t, "w2", WithTopics(topics), SyncInterval(syncInterval), follow),
 	}
 	for _, w := range ws {
 		waitReady(t, w.w)
@@ -65,13 +70,10 @@ func TestControlTopic(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				deadline := sent.Add(waitLong)
-				for !cond(w.w) {
-					if time.Now().After(deadline) {
-						delays[i] = -1
-						return
-					}
-					time.Sleep(time.Millisecond)
+				// A fine tick: the test logs how soon each worker applied it.
+				if !testwait.Poll(testwait.Patience, time.Millisecond, func() bool { return cond(w.w) }) {
+					delays[i] = -1
+					return
 				}
 				delays[i] = time.Since(sent)
 			}()
@@ -139,7 +141,7 @@ func TestControlTopic(t *testing.T) {
 
 	// A bad record is counted and changes nothing.
 	applied("bad record counted", write([]byte("c"), []byte(`{"version":1,"name":"c","target":-5,"period":"1h"}`)), func(w *Worker) bool {
-		return counterValue(w.control.records.WithLabelValues("invalid")) == 1
+		return controlRecords(t, w, "invalid") == 1
 	})
 	for _, w := range ws {
 		if c := w.w.tree.Controller("c"); c == nil || c.Budget().Target != 1e6 {
@@ -163,19 +165,19 @@ func TestControlTopic(t *testing.T) {
 		t.Fatalf("events of the deleted budget: %d dead letters, want 240", len(dead))
 	}
 	for _, r := range dead {
-		if h := recordHeader(r, HeaderError); !strings.Contains(h, string(ReasonUnknownBudget)) {
-			t.Fatalf("dead letter with error %q, want %s", h, ReasonUnknownBudget)
+		if h := recordHeader(r, pipeline.HeaderError); !strings.Contains(h, string(decode.ReasonUnknownBudget)) {
+			t.Fatalf("dead letter with error %q, want %s", h, decode.ReasonUnknownBudget)
 		}
 	}
 	for _, w := range ws {
-		if n := counterValue(w.w.control.records.WithLabelValues("applied")); n != 3 {
+		if n := controlRecords(t, w.w, "applied"); n != 3 {
 			t.Fatalf("applied records %v, want 3", n)
 		}
 	}
 
 	// A worker started now reads the topic from its start: the same
 	// budgets as the others, although its config is theirs.
-	w3 := env.startWorker(t, "w3", WithTopics(topics), SyncInterval(syncInterval))
+	w3 := env.startWorker(t, "w3", WithTopics(topics), SyncInterval(syncInterval), follow)
 	waitReady(t, w3.w)
 	if c, a := w3.w.tree.Controller("c"), w3.w.tree.Controller("a"); c != nil || a == nil || a.Budget().Target != 7777 {
 		t.Fatalf("a new worker's budgets: %+v", w3.w.tree.Budgets())
@@ -191,28 +193,14 @@ func w1Budget(w *Worker, name string) config.Budget {
 // waitOwned waits until every worker owns input partitions.
 func waitOwned(t *testing.T, ws []*runningWorker) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for {
-		all := true
+	testwait.Eventually(t, "the workers to share the input", func() bool {
 		for _, w := range ws {
-			w.w.mu.Lock()
-			n := 0
-			for _, p := range w.w.parts {
-				if !p.reward {
-					n++
-				}
+			if ownedInputs(w.w) == 0 {
+				return false
 			}
-			w.w.mu.Unlock()
-			all = all && n > 0
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the workers did not share the input in %v", waitLong)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 }
 
 func recordHeader(r *kgo.Record, key string) string {
@@ -224,10 +212,8 @@ func recordHeader(r *kgo.Record, key string) string {
 	return ""
 }
 
-func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		return -1
-	}
-	return m.GetCounter().GetValue()
+// controlRecords returns the worker's count of control records of result.
+func controlRecords(t *testing.T, w *Worker, result string) float64 {
+	v, _ := gauge(t, w.Gatherer(), "throttler_control_records_total", map[string]string{"result": result})
+	return v
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,7 +51,7 @@ type holdState struct {
 }
 
 // holdBack stops the partition at r, delayed by a delay budget.
-func (p *partition) holdBack(r *kgo.Record, e *Event) {
+func (p *partition) holdBack(r *kgo.Record, e *pipeline.Event) {
 	until := e.Now
 	if bi := e.Fields.BudgetIndex; bi >= 0 && bi < len(p.lanes) && p.lanes[bi] != nil {
 		until = p.lanes[bi].RetryAt()

@@ -10,7 +10,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/testwait"
 )
 
 const (
@@ -24,7 +26,7 @@ func (env *testEnv) startDelayWorker(t *testing.T, name string, opts ...Opt) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder([]string{"d"}, KeyPath("user"), IDPath("id"))
+	dec, err := decode.NewDecoder([]string{"d"}, decode.KeyPath("user"), decode.IDPath("id"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +102,9 @@ func TestDelayBudget(t *testing.T) {
 			w2 := env.startDelayWorker(t, "w2", WithDelivery(tc.delivery))
 			waitReady(t, w1.w)
 			waitReady(t, w2.w)
-			deadline := time.Now().Add(waitLong)
-			for owned(w1.w) != inputPartitions/2 || owned(w2.w) != inputPartitions/2 {
-				if time.Now().After(deadline) {
-					t.Fatalf("the group did not settle: %d and %d partitions", owned(w1.w), owned(w2.w))
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			testwait.Eventually(t, "the group to settle at half the partitions each", func() bool {
+				return owned(w1.w) == inputPartitions/2 && owned(w2.w) == inputPartitions/2
+			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			out := env.follow(ctx, t, "out")
@@ -120,18 +118,11 @@ func TestDelayBudget(t *testing.T) {
 			start := time.Now()
 			env.produce(recs)
 			if tc.stopOne {
-				for {
+				testwait.Eventually(t, "a third of the records out", func() bool {
 					out.mu.Lock()
-					k := len(out.at)
-					out.mu.Unlock()
-					if k >= n/3 {
-						break
-					}
-					if time.Now().After(start.Add(waitLong)) {
-						t.Fatalf("only %d records out", k)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+					defer out.mu.Unlock()
+					return len(out.at) >= n/3
+				})
 				w2.stop(t)
 			}
 			env.waitCommittedGroup("gd", "events")

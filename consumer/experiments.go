@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -55,7 +56,7 @@ func (s *variantState) restore(cp []stats.VariantCounts) {
 // count counts an event routed to its assignments (passed by its budget),
 // and its key if this is the key's first event here. routed are the
 // partition's event counts since the last flush.
-func (s *variantState) count(e *Event, routed map[routeKey]uint64) {
+func (s *variantState) count(e *pipeline.Event, routed map[routeKey]uint64) {
 	if len(e.Assignments) == 0 {
 		return
 	}
@@ -136,7 +137,7 @@ func (p *partition) foldVariants() {
 // rejected by a later stage (a variant limit whose fallback is the
 // rejected topic): a pass for the budget, and an assignment for the
 // variant counts.
-func (p *partition) countPassedRejected(e *Event, bi int) {
+func (p *partition) countPassedRejected(e *pipeline.Event, bi int) {
 	if bi >= 0 {
 		p.counts.passed[bi]++
 	}
@@ -290,7 +291,7 @@ func (w *Worker) definitionRecords(now time.Time) {
 // experimentDefs describes the splitter's experiments with the variants'
 // limits.
 func (w *Worker) experimentDefs() []stats.ExperimentDef {
-	limits := map[routeKey]VariantLimit{}
+	limits := map[routeKey]pipeline.VariantLimit{}
 	for _, l := range w.cfg.variantLimits {
 		limits[routeKey{l.Layer, l.Experiment, l.Variant}] = l
 	}
@@ -307,22 +308,4 @@ func (w *Worker) experimentDefs() []stats.ExperimentDef {
 		out = append(out, d)
 	}
 	return out
-}
-
-// VariantLimit sends the events over a variant's own budget away from the
-// variant's topic (WithVariantLimits).
-type VariantLimit struct {
-	Layer, Experiment, Variant string
-	// Budget is the flow budget counting the variant's events; it must be
-	// in the worker's flow tree (splitter.LimitBudget names it).
-	Budget string
-	// Fallback is splitter.FallbackOutput (the output topic) or
-	// splitter.FallbackRejected (the rejected topic, or dropped and
-	// counted).
-	Fallback string
-}
-
-// WithVariantLimits sets the variant limits. Default none.
-func WithVariantLimits(limits ...VariantLimit) Opt {
-	return optFunc(func(c *cfg) { c.variantLimits = append([]VariantLimit(nil), limits...) })
 }

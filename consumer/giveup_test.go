@@ -20,7 +20,8 @@ import (
 
 // A produce the broker refuses for good (here: not authorized to write the
 // output topic) aborts every transaction that retries it. The worker stops
-// with the error after giveUpAborts aborts over giveUpAfter, instead of
+// with the error after the GiveUp option's aborts over its window (here 3
+// over 1s, not the defaults' 10 over 10s), instead of
 // looping; nothing of those records was committed, so a worker started
 // after the cause is gone delivers every event exactly once.
 func TestPermanentProduceErrorStopsWorker(t *testing.T) {
@@ -28,7 +29,7 @@ func TestPermanentProduceErrorStopsWorker(t *testing.T) {
 	const n = 3000
 	recs, bad := eventRecords(0, n)
 	env.produce(recs[:1000])
-	w := env.startWorker(t, "w1")
+	w := env.startWorker(t, "w1", GiveUp(3, time.Second))
 	waitReady(t, w.w)
 	env.waitCommitted("events")
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
 )
 
@@ -110,7 +111,7 @@ type counts struct {
 	// per event costs more than the rest of counting
 	lastReject  rejectKey
 	lastRejects uint64
-	dead        map[Reason]uint64
+	dead        map[decode.Reason]uint64
 	routed      map[routeKey]uint64
 	dropped     uint64
 }
@@ -121,7 +122,7 @@ func newCounts(budgets int) counts {
 		passed:   make([]uint64, budgets),
 		rewards:  make([]float64, budgets),
 		rejected: map[rejectKey]uint64{},
-		dead:     map[Reason]uint64{},
+		dead:     map[decode.Reason]uint64{},
 		routed:   map[routeKey]uint64{},
 	}
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
 
@@ -53,6 +56,15 @@ const (
 	DefaultTuneInterval   = 100 * time.Millisecond
 	DefaultMaxPollRecords = 10000
 	DefaultQueueBatches   = 4
+	// GiveUp: a worker whose transactions keep aborting for refused
+	// produces stops after this many aborts over at least this long.
+	DefaultGiveUpAborts = 10
+	DefaultGiveUpAfter  = 10 * time.Second
+	// SessionRestarts: more failed sessions than this within the span
+	// stop the worker; a new session starts after the pause.
+	DefaultSessionRestarts = 5
+	DefaultRestartSpan     = 5 * time.Minute
+	DefaultRestartPause    = time.Second
 )
 
 // Opt configures a Worker.
@@ -75,7 +87,7 @@ type cfg struct {
 	tuneInterval     time.Duration
 	maxPollRecords   int
 	queueBatches     int
-	pipeline         func(*Pipeline) error
+	pipeline         func(*pipeline.Pipeline) error
 	splitter         *splitter.Splitter
 	rewardBudgetPath string
 	rewardValuePath  string
@@ -85,8 +97,14 @@ type cfg struct {
 	listen           string
 	ensureTopics     bool
 	caps             *capsCfg
-	variantLimits    []VariantLimit
+	variantLimits    []pipeline.VariantLimit
 	dedupWindow      int
+	onStart          []StartFunc
+	giveUpAborts     int
+	giveUpAfter      time.Duration
+	restarts         int
+	restartSpan      time.Duration
+	restartPause     time.Duration
 }
 
 func defaultCfg() cfg {
@@ -99,10 +117,15 @@ func defaultCfg() cfg {
 		tuneInterval:     DefaultTuneInterval,
 		maxPollRecords:   DefaultMaxPollRecords,
 		queueBatches:     DefaultQueueBatches,
-		rewardBudgetPath: DefaultBudgetPath,
+		rewardBudgetPath: decode.DefaultBudgetPath,
 		log:              zerolog.Nop(),
 		now:              time.Now,
 		ensureTopics:     true,
+		giveUpAborts:     DefaultGiveUpAborts,
+		giveUpAfter:      DefaultGiveUpAfter,
+		restarts:         DefaultSessionRestarts,
+		restartSpan:      DefaultRestartSpan,
+		restartPause:     DefaultRestartPause,
 	}
 }
 
@@ -141,6 +164,10 @@ func (c *cfg) validate() error {
 		return bad("WithClock", "nil clock")
 	case c.dedupWindow < 0:
 		return bad("DedupWindow", "must not be negative")
+	case c.giveUpAborts <= 0 || c.giveUpAfter < 0:
+		return bad("GiveUp", "aborts must be positive and the window not negative")
+	case c.restarts < 0 || c.restartSpan < 0 || c.restartPause < 0:
+		return bad("SessionRestarts", "must not be negative")
 	}
 	if len(c.topics.Rewards) > 0 && c.rewardBudgetPath == "" {
 		return bad("RewardPaths", "empty budget path")
@@ -219,7 +246,7 @@ func WithSplitter(s *splitter.Splitter) Opt { return optFunc(func(c *cfg) { c.sp
 
 // CustomizePipeline lets the caller change the standard pipeline (insert,
 // replace or append stages) before the worker starts. Default none.
-func CustomizePipeline(fn func(*Pipeline) error) Opt {
+func CustomizePipeline(fn func(*pipeline.Pipeline) error) Opt {
 	return optFunc(func(c *cfg) { c.pipeline = fn })
 }
 
@@ -271,6 +298,56 @@ func ProducerLimits() []kgo.Opt {
 
 // DedupWindow makes the worker dead-letter events whose id (the
 // decoder's IDPath, which must be set) repeats an id among the last n
-// distinct ids of the same partition (ReasonDuplicateID; see DedupStage
-// for the exact rule). The stage runs right after decode. Default 0: off.
+// distinct ids of the same partition (pipeline.ReasonDuplicateID; see
+// pipeline.DedupStage for the exact rule). The stage runs right after
+// decode. Default 0: off.
 func DedupWindow(n int) Opt { return optFunc(func(c *cfg) { c.dedupWindow = n }) }
+
+// WithCaps applies per-key caps to every event between the score and the
+// decide stages (pipeline.Caps), keeping their state in changelog, a
+// compacted topic partitioned like the input (created by EnsureTopics).
+// Default: no caps.
+func WithCaps(changelog string, caps ...pipeline.CapSpec) Opt {
+	return optFunc(func(c *cfg) {
+		c.caps = &capsCfg{changelog: changelog, specs: append([]pipeline.CapSpec(nil), caps...)}
+	})
+}
+
+type capsCfg struct {
+	changelog string
+	specs     []pipeline.CapSpec
+}
+
+// WithVariantLimits sets the variant limits (pipeline.VariantLimitStage);
+// each limit's budget must be in the worker's flow tree. Default none.
+func WithVariantLimits(limits ...pipeline.VariantLimit) Opt {
+	return optFunc(func(c *cfg) { c.variantLimits = append([]pipeline.VariantLimit(nil), limits...) })
+}
+
+// StartFunc starts something beside the worker: Run calls it once the
+// stats view has caught up and before the worker joins its group, fails
+// if it fails, and calls stop when Run returns. The control topic's
+// follower (internal/controlfeed, wired by internal/app) is one: the
+// budget changes are read to the end of the topic before any event.
+type StartFunc func(ctx context.Context, w *Worker) (stop func(), err error)
+
+// OnStart adds a StartFunc. Default none.
+func OnStart(fn StartFunc) Opt { return optFunc(func(c *cfg) { c.onStart = append(c.onStart, fn) }) }
+
+// GiveUp sets when a worker whose transactions keep aborting because the
+// brokers refuse a produce for good (not authorized, record too large)
+// stops with that error: after aborts aborted transactions in a row over
+// at least window, with no pause of window between two. Default
+// DefaultGiveUpAborts (10) over DefaultGiveUpAfter (10s).
+func GiveUp(aborts int, window time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.giveUpAborts, c.giveUpAfter = aborts, window })
+}
+
+// SessionRestarts sets how the worker replaces a failed session (its
+// producer fenced, or the brokers unreachable at a transaction's end): a
+// new session starts after pause, and more than max failures within span
+// stop the worker. Default DefaultSessionRestarts (5) within
+// DefaultRestartSpan (5m), DefaultRestartPause (1s) apart.
+func SessionRestarts(max int, span, pause time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.restarts, c.restartSpan, c.restartPause = max, span, pause })
+}

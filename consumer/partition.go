@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,7 +13,10 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/bytesconv"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -37,6 +42,8 @@ type partition struct {
 	done   chan struct{}
 	lag    prometheus.Gauge
 	load   *checkpointLoad
+	ctx    context.Context    // of the assignment: ends when the partition stops
+	cancel context.CancelFunc // ends ctx
 	// For the worker's status, poll loop only: lagRecords is lag's value
 	// (-1 before the first fetch); commitOffset (-1 before) and
 	// committedAt are the offset and time of this owner's last commit of
@@ -46,24 +53,31 @@ type partition struct {
 
 	// owned by the goroutine
 	src        *flow.Source
-	tab        *budgetTable // the budget table lanes and counts follow
-	lanes      []*flow.Lane // by budget index
-	deciders   []Decider    // the same lanes, for Event
-	ev         Event
+	tab        *decode.BudgetTable // the budget table lanes and counts follow
+	lanes      []*flow.Lane        // by budget index
+	part       *pipeline.Partition // what the stages know of the partition
+	chain      *pipeline.Chain     // the pipeline built for it; nil for rewards
+	ev         pipeline.Event
 	counts     counts
 	touched    bool      // processed records since the last commit
 	nextOffset int64     // offset after the last processed record
 	hold       holdState // a delay budget stopped the partition (delay.go)
 	committed  stats.Checkpoint
-	caps       *partitionCaps // nil without caps, and for reward partitions
-	limitLanes []Decider      // lanes of the variant limits, by limit index
 	variants   variantState
+
+	// flushMu serialises flushing counts: the poll loop's last commit, at
+	// shutdown, runs with rebalances allowed, so a revoke may stop (and
+	// flush) a partition meanwhile.
+	flushMu sync.Mutex
 
 	toPublish atomic.Pointer[[]stats.VariantCounts] // variant counts not yet on the stats topic
 }
 
 func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpointLoad) *partition {
+	ctx, cancel := context.WithCancel(w.prodCtx)
 	return &partition{
+		ctx:    ctx,
+		cancel: cancel,
 		w:      w,
 		topic:  topic,
 		id:     id,
@@ -74,7 +88,7 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpo
 		done:   make(chan struct{}),
 		lag:    w.m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(id))),
 		tab:    w.budgetTab.Load(),
-		counts: newCounts(len(w.budgetTab.Load().names)),
+		counts: newCounts(len(w.budgetTab.Load().Names())),
 		load:   load,
 
 		lagRecords: -1, commitOffset: -1,
@@ -84,15 +98,16 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpo
 // checkpointLoad is the loading of the checkpoints of the partitions of
 // one assignment, shared by their goroutines.
 type checkpointLoad struct {
-	done chan struct{}
-	cps  map[string]stats.Checkpoint
-	err  error
-	caps *capsLoad // nil without caps
+	done  chan struct{}
+	cps   map[string]stats.Checkpoint
+	parts map[string]int // partitions of the assigned topics, when known
+	err   error
 }
 
-// start waits for the partition's checkpoint and opens its flow source
-// from it. It returns false when the partition must not process records:
-// it was revoked while loading, or loading failed (which is fatal).
+// start builds the partition's pipeline, waits for its checkpoint and
+// opens its flow source from it. It returns false when the partition must
+// not process records: it was revoked while starting, or loading failed
+// (which is fatal).
 func (p *partition) start() bool {
 	select {
 	case <-p.load.done:
@@ -108,10 +123,19 @@ func (p *partition) start() bool {
 		cp = stats.Checkpoint{Source: p.source, Offset: -1}
 	}
 	p.committed = cp
-	if !p.openCaps() {
-		return false
-	}
+	p.part = pipeline.NewPartition(p.topic, p.id, p.load.parts[p.topic])
+	p.part.SetContext(p.ctx)
 	p.load = nil
+	if !p.reward {
+		chain, err := p.w.pipeline.Build(p.part)
+		if err != nil {
+			if p.ctx.Err() == nil {
+				p.w.fail(err)
+			}
+			return false
+		}
+		p.chain = chain
+	}
 	if err := p.open(p.w.cfg.now()); err != nil {
 		p.w.fail(fmt.Errorf("open %s: %w", p.source, err))
 		return false
@@ -130,7 +154,6 @@ func (p *partition) open(now time.Time) error {
 	// p.tab stays as it is: the poll loop may read it (flushing counts)
 	// while the partition starts; a newer table is taken in follow, at
 	// the start of a batch.
-	p.ev.budgets = p.tab
 	p.relane()
 	p.openVariants()
 	p.nextOffset = p.committed.Offset
@@ -151,8 +174,27 @@ func (p *partition) close(now time.Time) {
 func (p *partition) rollback(now time.Time) error {
 	p.close(now)
 	p.touched = false
-	p.rollbackCaps()
+	for _, s := range p.kept() {
+		s.Aborted()
+	}
 	return p.open(now)
+}
+
+// flushCounts adds the partition's counts to the worker's metrics. The
+// partition must be idle.
+func (p *partition) flushCounts() {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	p.counts.flush(p.w.m, p.tab.Names())
+}
+
+// kept returns the states the partition's stages keep with its
+// transactions (none before the partition started).
+func (p *partition) kept() []pipeline.State {
+	if p.part == nil {
+		return nil
+	}
+	return p.part.Kept()
 }
 
 // run is the partition goroutine.
@@ -188,51 +230,46 @@ func (p *partition) run() {
 func (p *partition) process(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
-	e.reset(r, now, p.source, p.deciders)
-	if len(p.limitLanes) > 0 {
-		e.limits = p.limitLanes
-	}
-	o := Run(w.handler, e)
+	e.Reset(r, now, p.source)
+	o := p.chain.Run(e) // e.Topic is where it goes
 	bi := e.Fields.BudgetIndex
 	switch o {
-	case OutcomePass:
+	case pipeline.OutcomePass:
 		if bi >= 0 {
 			p.counts.offered[bi]++
 			p.counts.passed[bi]++
 		}
 		p.variants.count(e, p.counts.routed)
-		w.produceOutput(outputRecord(e, o, e.Topic, w.scored))
-	case OutcomeReject:
-		if bi >= 0 && e.RejectReason != ReasonCap { // a capped event never reached its budget
+		w.produceOutput(pipeline.OutputRecord(e, o, w.scored))
+	case pipeline.OutcomeReject:
+		if bi >= 0 && e.RejectReason != pipeline.ReasonCap { // a capped event never reached its budget
 			p.counts.offered[bi]++
 		}
 		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
 			p.countPassedRejected(e, bi)
 		}
 		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
-		if w.cfg.topics.Rejected != "" {
-			w.produceOutput(outputRecord(e, o, w.cfg.topics.Rejected, w.scored))
+		if e.Topic != "" {
+			w.produceOutput(pipeline.OutputRecord(e, o, w.scored))
 		} else {
 			p.counts.dropped++
 		}
-	case OutcomeDrop:
+	case pipeline.OutcomeDrop:
 		p.counts.dropped++
-	case OutcomeDelay:
+	case pipeline.OutcomeDelay:
 		p.holdBack(r, e)
-	default: // OutcomeDeadLetter, or a stage's unknown outcome
-		if e.Err == nil {
-			e.Err = recErr("pipeline", ReasonUnexplained, "", "outcome "+o.String())
-		}
+	default: // OutcomeDeadLetter
 		p.deadLetter(e)
 	}
 }
 
-func (p *partition) deadLetter(e *Event) {
+func (p *partition) deadLetter(e *pipeline.Event) {
 	p.counts.dead[e.Err.Reason]++
 	p.w.log.Debug().Str("source", p.source).Int64("offset", e.Record.Offset).
 		Str("stage", e.Err.Stage).Str("reason", string(e.Err.Reason)).Msg("dead letter")
-	out := outputRecord(e, OutcomeDeadLetter, p.w.cfg.topics.DeadLetter, false)
-	fitDeadLetter(out, len(e.Record.Headers), p.w.dec.cfg.maxBytes)
+	e.Topic = p.w.cfg.topics.DeadLetter
+	out := pipeline.OutputRecord(e, pipeline.OutcomeDeadLetter, false)
+	pipeline.FitDeadLetter(out, len(e.Record.Headers), p.w.dec.MaxBytes())
 	p.w.produceOutput(out)
 }
 
@@ -240,10 +277,9 @@ func (p *partition) deadLetter(e *Event) {
 func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
-	e.reset(r, now, p.source, p.deciders)
-	var buf [scanBuf]span
-	if _, err := w.rewardDec.decode(r.Key, r.Value, r.Timestamp, &e.Fields, w.rewardDec.results(&buf), p.tab); err != nil {
-		re := err.(*RecordError)
+	e.Reset(r, now, p.source)
+	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, nil, p.tab); err != nil {
+		re := err.(*decode.RecordError)
 		re.Stage = StageReward
 		e.Err = re
 		p.deadLetter(e)
@@ -251,7 +287,7 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	}
 	v := 1.0
 	if path := w.cfg.rewardValuePath; path != "" {
-		res := gjson.Get(stringOf(r.Value), path)
+		res := gjson.Get(bytesconv.String(r.Value), path)
 		switch res.Type {
 		case gjson.Number:
 			v = res.Num
@@ -262,22 +298,18 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	}
 	bi := e.Fields.BudgetIndex
 	if !(v >= 0 && !math.IsInf(v, 0)) {
-		e.Err = recErr(StageReward, ReasonRewardValue, w.cfg.rewardValuePath, "")
+		e.Err = &decode.RecordError{Stage: StageReward, Reason: decode.ReasonRewardValue, Field: w.cfg.rewardValuePath}
 		p.deadLetter(e)
 		return
 	}
 	if bi < 0 || p.lanes[bi] == nil {
-		e.Err = recErr(StageReward, ReasonUnknownBudget, w.cfg.rewardBudgetPath, e.Fields.Budget)
+		e.Err = &decode.RecordError{Stage: StageReward, Reason: decode.ReasonUnknownBudget, Field: w.cfg.rewardBudgetPath, Detail: e.Fields.Budget}
 		p.deadLetter(e)
 		return
 	}
 	p.lanes[bi].Reward(now, v)
 	p.counts.rewards[bi] += v
 }
-
-// checkpointValue is what a partition commits: its next offset and the
-// reports of its source.
-type checkpointValue = stats.Checkpoint
 
 // checkpoint returns the partition's checkpoint, from the reports of the
 // whole tree taken while the partition was idle.
@@ -289,8 +321,4 @@ func (p *partition) checkpoint(all []flow.Report) stats.Checkpoint {
 		}
 	}
 	return cp
-}
-
-func checkpointRecord(topic string, partition int32, cp stats.Checkpoint) (*kgo.Record, error) {
-	return stats.CheckpointRecord(topic, partition, cp)
 }

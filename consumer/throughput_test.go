@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -93,24 +94,22 @@ func TestThroughput(t *testing.T) {
 // waitFirstCommit waits for the group's first commit on topic and returns
 // when it saw it and how many records it covered.
 func (env *testEnv) waitFirstCommit(group, topic string) (time.Time, int64) {
-	deadline := time.Now().Add(waitLong)
-	for time.Now().Before(deadline) {
+	var sum int64
+	// A fine tick: the test times from the first commit.
+	testwait.EventuallyEvery(env.t, testwait.Patience, 5*time.Millisecond, "the group's first commit", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		committed, err := env.adm.FetchOffsets(ctx, group)
 		cancel()
-		if err == nil {
-			var sum int64
-			committed.Each(func(o kadm.OffsetResponse) {
-				if o.Topic == topic && o.At > 0 {
-					sum += o.At
-				}
-			})
-			if sum > 0 {
-				return time.Now(), sum
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	env.t.Fatal("no commit")
-	return time.Time{}, 0
+		sum = 0
+		committed.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic && o.At > 0 {
+				sum += o.At
+			}
+		})
+		return sum > 0
+	})
+	return time.Now(), sum
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -85,7 +87,8 @@ func TestHeartbeatLostDuringCommit(t *testing.T) {
 	const n = 4000
 	recs, bad := eventRecords(0, n)
 	env.produce(recs[:1000])
-	w := env.startWorker(t, "w1")
+	hb := &heartbeatLog{}
+	w := env.startWorker(t, "w1", ClientOpts(kgo.WithLogger(hb)))
 	waitReady(t, w.w)
 	env.waitCommitted("events")
 
@@ -99,11 +102,11 @@ func TestHeartbeatLostDuringCommit(t *testing.T) {
 	if err := produce.Wait(ctx, 1); err != nil {
 		t.Fatal("no produce while it was faulted:", err)
 	}
-	hb := env.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, TopLevel: true, Err: kerr.UnknownMemberID})
-	if err := hb.Wait(ctx, 1); err != nil {
+	fault := env.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, TopLevel: true, Err: kerr.UnknownMemberID})
+	if err := fault.Wait(ctx, 1); err != nil {
 		t.Fatal("no heartbeat while produce was faulted:", err)
 	}
-	time.Sleep(300 * time.Millisecond) // the heartbeat loop has stopped
+	testwait.Eventually(t, "the heartbeat loop to stop on the error", hb.stopped.Load)
 	produce.Remove()
 
 	env.produce(recs[2000:])
@@ -152,4 +155,16 @@ func TestFencedProducerStartsNewSession(t *testing.T) {
 	}
 	w.stop(t)
 	env.verify(t, n, bad, 0, 0)
+}
+
+// heartbeatLog is a kgo logger that notes when the group's heartbeat loop
+// stops on an error ("heartbeat errored", logged as the loop returns).
+type heartbeatLog struct{ stopped atomic.Bool }
+
+func (*heartbeatLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l *heartbeatLog) Log(_ kgo.LogLevel, msg string, _ ...any) {
+	if msg == "heartbeat errored" {
+		l.stopped.Store(true)
+	}
 }

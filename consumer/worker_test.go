@@ -17,7 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
 )
@@ -149,7 +152,7 @@ func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder([]string{"a", "b"}, KeyPath("user"), IDPath("id"), ScorePath("score"), RequireKey(true))
+	dec, err := decode.NewDecoder([]string{"a", "b"}, decode.KeyPath("user"), decode.IDPath("id"), decode.ScorePath("score"), decode.RequireKey(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,29 +232,23 @@ func (env *testEnv) deleteGroup(group string) {
 
 func (env *testEnv) waitCommittedGroup(group, topic string) {
 	env.t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for {
+	testwait.Eventually(env.t, "group "+group+" to commit the end of "+topic, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		ends, err1 := env.adm.ListEndOffsets(ctx, topic)
 		committed, err2 := env.adm.FetchOffsets(ctx, group)
-		cancel()
-		if err1 == nil && err2 == nil {
-			done := true
-			ends.Each(func(o kadm.ListedOffset) {
-				c, ok := committed.Lookup(topic, o.Partition)
-				if !ok || c.At < o.Offset {
-					done = false
-				}
-			})
-			if done {
-				return
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := committed.Lookup(topic, o.Partition)
+			if !ok || c.At < o.Offset {
+				done = false
 			}
-		}
-		if time.Now().After(deadline) {
-			env.t.Fatalf("group did not commit the end of %s in %v", topic, waitLong)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		})
+		return done
+	})
 }
 
 // readAll reads every committed record of the topics, up to their end
@@ -330,7 +327,7 @@ func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64
 	for topic, recs := range got {
 		for _, r := range recs {
 			if topic == "dlq" {
-				if src, _ := HeaderValue(r, HeaderSourceTopic); src == "clicks" {
+				if src, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceTopic); src == "clicks" {
 					continue
 				}
 			}
@@ -353,13 +350,13 @@ func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64
 	dlq := 0
 	badRewardSeen := 0
 	for _, r := range got["dlq"] {
-		if src, _ := HeaderValue(r, HeaderSourceTopic); src == "clicks" {
+		if src, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceTopic); src == "clicks" {
 			badRewardSeen++
 			continue
 		}
 		dlq++
-		for _, h := range []string{HeaderStage, HeaderReason, HeaderError, HeaderSourcePartition, HeaderSourceOffset} {
-			if _, ok := HeaderValue(r, h); !ok {
+		for _, h := range []string{pipeline.HeaderStage, pipeline.HeaderReason, pipeline.HeaderError, pipeline.HeaderSourcePartition, pipeline.HeaderSourceOffset} {
+			if _, ok := pipeline.HeaderValue(r, h); !ok {
 				t.Fatalf("dead letter without %s", h)
 			}
 		}
@@ -415,8 +412,10 @@ func TestEndToEndTwoWorkers(t *testing.T) {
 	w2 := env.startWorker(t, "w2")
 	waitReady(t, w1.w)
 	waitReady(t, w2.w)
-	for i := 1000; i < n; i += 1000 { // a trickle, so that the controllers tune
+	for i := 1000; i < n; i += 1000 {
 		env.produce(recs[i : i+1000])
+		// Real time: a trickle over a second or so, so that the
+		// controllers tune on the traffic they see.
 		time.Sleep(100 * time.Millisecond)
 	}
 
@@ -443,11 +442,15 @@ func TestRebalanceStopOneWorker(t *testing.T) {
 		defer wg.Done()
 		for i := n / 3; i < n; i += n / 12 {
 			env.produce(recs[i : i+n/12])
+			// Real time: the input keeps arriving while the
+			// group changes.
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 	waitReady(t, w2.w)
-	time.Sleep(300 * time.Millisecond)
+	testwait.Eventually(t, "w2 to decide events", func() bool {
+		return counterSum(t, w2.w, "throttler_offered_total") > 0
+	})
 	w2.stop(t) // mid-run: w1 takes over every partition
 	wg.Wait()
 	w3 := env.startWorker(t, "w3", CommitInterval(50*time.Millisecond))
@@ -471,20 +474,14 @@ func TestAtLeastOnce(t *testing.T) {
 
 func waitReady(t *testing.T, w *Worker) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for {
+	testwait.Eventually(t, "the worker's /readyz", func() bool {
 		resp, err := http.Get("http://" + w.HTTPAddr().String() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker not ready after %v: %v", waitLong, w.Ready())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 func checkMetrics(t *testing.T, ws ...*Worker) {
@@ -536,25 +533,10 @@ func TestShareFollowsAssignment(t *testing.T) {
 		})
 		return rw, s
 	}
-	owned := func(w *Worker) (in int) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, p := range w.parts {
-			if !p.reward {
-				in++
-			}
-		}
-		return in
-	}
+	owned := ownedInputs
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(waitLong)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.Eventually(t, what, ok)
 	}
 	get := func(s *shares) float64 {
 		s.mu.Lock()
@@ -583,4 +565,16 @@ func TestShareFollowsAssignment(t *testing.T) {
 		}
 	}
 	s1.mu.Unlock()
+}
+
+// ownedInputs returns the input partitions w owns.
+func ownedInputs(w *Worker) (in int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.parts {
+		if !p.reward {
+			in++
+		}
+	}
+	return in
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/loadgen"
 )
 
@@ -224,7 +225,7 @@ func runComposeWorker(t *testing.T, ctx context.Context) *consumer.Worker {
 	cfg.Brokers = cluster.ListenAddrs()
 	cfg.HTTP.Listen = ""
 	cfg.SyncInterval = 200 * time.Millisecond
-	w, _, err := consumer.FromConfig(cfg, consumer.WithLogger(zerolog.Nop()))
+	w, _, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.Nop()))
 	if err != nil {
 		t.Fatal(err)
 	}

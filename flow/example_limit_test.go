@@ -1,7 +1,6 @@
 package flow_test
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -44,39 +43,4 @@ func ExampleCap_fast() {
 	// t0+0s limited=false retry_after=-1ns
 	// t0+150µs limited=true retry_after=50µs
 	// t0+200µs limited=false retry_after=-1ns
-}
-
-// A consumer that may take 100 records a second: when a batch does not fit,
-// it pauses fetching until retryAt instead of dropping records.
-func ExampleWindowLimit() {
-	limit, _ := flow.NewWindowLimit(100, time.Second)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, batch := range []int64{60, 30, 40, 40} {
-		ok, retryAt := limit.Reserve(now, batch)
-		if !ok {
-			fmt.Printf("batch of %d: pause until +%v\n", batch, retryAt.Sub(now))
-			now = retryAt
-			ok, _ = limit.Reserve(now, batch)
-		}
-		fmt.Printf("batch of %d: ok=%v, %d left\n", batch, ok, limit.Remaining(now))
-		now = now.Add(100 * time.Millisecond)
-	}
-	// Output:
-	// batch of 60: ok=true, 40 left
-	// batch of 30: ok=true, 10 left
-	// batch of 40: pause until +800ms
-	// batch of 40: ok=true, 60 left
-	// batch of 40: ok=true, 20 left
-}
-
-func ExampleConcurrencyLimit() {
-	inFlight, _ := flow.NewConcurrencyLimit(2)
-	ctx := context.Background()
-	_ = inFlight.Acquire(ctx)
-	fmt.Println(inFlight.TryAcquire(), inFlight.TryAcquire(), inFlight.InFlight())
-	inFlight.Release()
-	fmt.Println(inFlight.TryAcquire(), inFlight.InFlight())
-	// Output:
-	// true false 2
-	// true 2
 }

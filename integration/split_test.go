@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 )
@@ -75,7 +76,7 @@ http: {listen: "127.0.0.1:0"}
 	wctx, stop := context.WithCancel(ctx)
 	errs := make(chan error, 2)
 	for i := 0; i < 2; i++ {
-		w, _, err := consumer.FromConfig(cfg, consumer.WithLogger(zerolog.Nop()))
+		w, _, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.Nop()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 )
@@ -95,7 +96,7 @@ http: {listen: "127.0.0.1:0"}
 	defer stop()
 	errs := make(chan error, 3)
 	for range 3 {
-		w, tree, err := consumer.FromConfig(cfg, consumer.WithLogger(zerolog.Nop()),
+		w, tree, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.Nop()),
 			consumer.StatsClientOpts(kgo.Dialer(proxy.Dial)))
 		if err != nil {
 			t.Fatal(err)

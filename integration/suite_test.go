@@ -14,7 +14,10 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/kafkaconn"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -28,13 +31,13 @@ type badKind struct {
 	name    string
 	key     []byte // nil: no record key
 	value   []byte
-	reason  consumer.Reason // expected throttler-reason on the dead letter
+	reason  decode.Reason // expected throttler-reason on the dead letter
 	headers []kgo.RecordHeader
 }
 
 // hugeValue is a JSON object larger than the decoder's maximum record size.
 func hugeValue() []byte {
-	return []byte(`{"id":"huge","campaign":"open","user":"u1","pad":"` + strings.Repeat("x", 3*consumer.DefaultMaxBytes/2) + `"}`)
+	return []byte(`{"id":"huge","campaign":"open","user":"u1","pad":"` + strings.Repeat("x", 3*decode.DefaultMaxBytes/2) + `"}`)
 }
 
 // badKinds returns the bad records the suite sends, each meant to go to
@@ -46,40 +49,40 @@ func badKinds(dupOf []byte) []badKind {
 	}
 	deep := strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100)
 	return []badKind{
-		{"not JSON", []byte("u1"), []byte("hello, world"), consumer.ReasonNotJSON, nil},
-		{"truncated JSON", []byte("u1"), []byte(`{"id":"t1","campaign":"open","user":"u`), consumer.ReasonTruncated, nil},
-		{"JSON array, not an object", []byte("u1"), []byte(`[1,2,3]`), consumer.ReasonNotObject, nil},
-		{"bare NaN score (not JSON)", []byte("u1"), ev(`"id":"n0","score":NaN`), consumer.ReasonNotJSON, nil},
-		{"score NaN as a string", []byte("u1"), ev(`"id":"n1","score":"NaN"`), consumer.ReasonScoreType, nil},
-		{"score +Inf (1e999)", []byte("u1"), ev(`"id":"n2","score":1e999`), consumer.ReasonScoreNotFinite, nil},
-		{"score -Inf (-1e999)", []byte("u1"), ev(`"id":"n3","score":-1e999`), consumer.ReasonScoreNotFinite, nil},
-		{"negative score", []byte("u1"), ev(`"id":"n4","score":-0.5`), consumer.ReasonScoreNegative, nil},
-		{"score of the wrong type (bool)", []byte("u1"), ev(`"id":"n5","score":true`), consumer.ReasonScoreType, nil},
-		{"missing score", []byte("u1"), ev(`"id":"n6"`), consumer.ReasonMissingScore, nil},
-		{"missing budget field", []byte("u1"), []byte(`{"id":"m1","user":"u1","score":1}`), consumer.ReasonMissingBudget, nil},
-		{"null budget field", []byte("u1"), []byte(`{"id":"m2","campaign":null,"user":"u1","score":1}`), consumer.ReasonMissingBudget, nil},
-		{"budget of the wrong type (number)", []byte("u1"), []byte(`{"id":"m3","campaign":42,"user":"u1","score":1}`), consumer.ReasonBudgetType, nil},
-		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1}`), consumer.ReasonUnknownBudget, nil},
-		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), consumer.ReasonTooLarge, nil},
-		{"empty value", []byte("u1"), []byte{}, consumer.ReasonEmptyValue, nil},
-		{"null value (tombstone)", []byte("u1"), nil, consumer.ReasonEmptyValue, nil},
-		{"blank value", []byte("u1"), []byte(" \n\t "), consumer.ReasonEmptyValue, nil},
-		{"null key where experiments need one", nil, []byte(`{"id":"k1","campaign":"open","user":null,"score":1}`), consumer.ReasonMissingKey, nil},
-		{"key of the wrong type (object)", []byte("u1"), []byte(`{"id":"k2","campaign":"open","user":{"a":1},"score":1}`), consumer.ReasonKeyType, nil},
-		{"invalid UTF-8", []byte("u1"), []byte("{\"id\":\"u8\",\"campaign\":\"open\",\"user\":\"\xff\xfe\",\"score\":1}"), consumer.ReasonInvalidUTF8, nil},
-		{"deeply nested (100 levels)", []byte("u1"), []byte(`{"id":"d1","campaign":"open","user":"u1","score":1,"x":` + deep + `}`), consumer.ReasonTooDeep, nil},
-		{"missing id", []byte("u1"), ev(`"score":1`), consumer.ReasonMissingID, nil},
-		{"id of the wrong type (array)", []byte("u1"), ev(`"id":[1],"score":1`), consumer.ReasonIDType, nil},
-		{"bad event time", []byte("u1"), []byte(`{"id":"t2","campaign":"open","user":"u1","ts":"yesterday","score":1}`), consumer.ReasonBadTime, nil},
-		{"negative event time", []byte("u1"), []byte(`{"id":"t3","campaign":"open","user":"u1","ts":-5,"score":1}`), consumer.ReasonBadTime, nil},
-		{"duplicate id", []byte("u7"), dupOf, consumer.ReasonDuplicateID, nil},
+		{"not JSON", []byte("u1"), []byte("hello, world"), decode.ReasonNotJSON, nil},
+		{"truncated JSON", []byte("u1"), []byte(`{"id":"t1","campaign":"open","user":"u`), decode.ReasonTruncated, nil},
+		{"JSON array, not an object", []byte("u1"), []byte(`[1,2,3]`), decode.ReasonNotObject, nil},
+		{"bare NaN score (not JSON)", []byte("u1"), ev(`"id":"n0","score":NaN`), decode.ReasonNotJSON, nil},
+		{"score NaN as a string", []byte("u1"), ev(`"id":"n1","score":"NaN"`), decode.ReasonScoreType, nil},
+		{"score +Inf (1e999)", []byte("u1"), ev(`"id":"n2","score":1e999`), decode.ReasonScoreNotFinite, nil},
+		{"score -Inf (-1e999)", []byte("u1"), ev(`"id":"n3","score":-1e999`), decode.ReasonScoreNotFinite, nil},
+		{"negative score", []byte("u1"), ev(`"id":"n4","score":-0.5`), decode.ReasonScoreNegative, nil},
+		{"score of the wrong type (bool)", []byte("u1"), ev(`"id":"n5","score":true`), decode.ReasonScoreType, nil},
+		{"missing score", []byte("u1"), ev(`"id":"n6"`), decode.ReasonMissingScore, nil},
+		{"missing budget field", []byte("u1"), []byte(`{"id":"m1","user":"u1","score":1}`), decode.ReasonMissingBudget, nil},
+		{"null budget field", []byte("u1"), []byte(`{"id":"m2","campaign":null,"user":"u1","score":1}`), decode.ReasonMissingBudget, nil},
+		{"budget of the wrong type (number)", []byte("u1"), []byte(`{"id":"m3","campaign":42,"user":"u1","score":1}`), decode.ReasonBudgetType, nil},
+		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1}`), decode.ReasonUnknownBudget, nil},
+		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), decode.ReasonTooLarge, nil},
+		{"empty value", []byte("u1"), []byte{}, decode.ReasonEmptyValue, nil},
+		{"null value (tombstone)", []byte("u1"), nil, decode.ReasonEmptyValue, nil},
+		{"blank value", []byte("u1"), []byte(" \n\t "), decode.ReasonEmptyValue, nil},
+		{"null key where experiments need one", nil, []byte(`{"id":"k1","campaign":"open","user":null,"score":1}`), decode.ReasonMissingKey, nil},
+		{"key of the wrong type (object)", []byte("u1"), []byte(`{"id":"k2","campaign":"open","user":{"a":1},"score":1}`), decode.ReasonKeyType, nil},
+		{"invalid UTF-8", []byte("u1"), []byte("{\"id\":\"u8\",\"campaign\":\"open\",\"user\":\"\xff\xfe\",\"score\":1}"), decode.ReasonInvalidUTF8, nil},
+		{"deeply nested (100 levels)", []byte("u1"), []byte(`{"id":"d1","campaign":"open","user":"u1","score":1,"x":` + deep + `}`), decode.ReasonTooDeep, nil},
+		{"missing id", []byte("u1"), ev(`"score":1`), decode.ReasonMissingID, nil},
+		{"id of the wrong type (array)", []byte("u1"), ev(`"id":[1],"score":1`), decode.ReasonIDType, nil},
+		{"bad event time", []byte("u1"), []byte(`{"id":"t2","campaign":"open","user":"u1","ts":"yesterday","score":1}`), decode.ReasonBadTime, nil},
+		{"negative event time", []byte("u1"), []byte(`{"id":"t3","campaign":"open","user":"u1","ts":-5,"score":1}`), decode.ReasonBadTime, nil},
+		{"duplicate id", []byte("u7"), dupOf, pipeline.ReasonDuplicateID, nil},
 		// Under the value limit, but over 1 MiB with its headers: its output
 		// would be refused by the producer and stall the worker.
-		{"990 KB value with 60 KB of headers", []byte("u1"), ev(`"id":"h1","score":1,"device":"d1","cost":1,"pad":"` + strings.Repeat("p", 990_000) + `"`), consumer.ReasonTooLarge,
+		{"990 KB value with 60 KB of headers", []byte("u1"), ev(`"id":"h1","score":1,"device":"d1","cost":1,"pad":"` + strings.Repeat("p", 990_000) + `"`), decode.ReasonTooLarge,
 			[]kgo.RecordHeader{{Key: "trace", Value: []byte(strings.Repeat("t", 60_000))}}},
-		{"huge key (40 KB)", []byte(strings.Repeat("k", 40_000)), ev(`"id":"h2","score":1,"device":"d1","cost":1`), consumer.ReasonTooLarge, nil},
-		{"no cap key (device) where a cap needs one", []byte("u1"), []byte(`{"id":"c1","campaign":"open","user":"u1","score":1,"cost":1,"ts":1795341600000}`), consumer.ReasonMissingCapKey, nil},
-		{"cap quantity not a whole number", []byte("u1"), []byte(`{"id":"c2","campaign":"open","user":"u1","score":1,"device":"d","cost":1.5,"ts":1795341600000}`), consumer.ReasonCapQuantity, nil},
+		{"huge key (40 KB)", []byte(strings.Repeat("k", 40_000)), ev(`"id":"h2","score":1,"device":"d1","cost":1`), decode.ReasonTooLarge, nil},
+		{"no cap key (device) where a cap needs one", []byte("u1"), []byte(`{"id":"c1","campaign":"open","user":"u1","score":1,"cost":1,"ts":1795341600000}`), pipeline.ReasonMissingCapKey, nil},
+		{"cap quantity not a whole number", []byte("u1"), []byte(`{"id":"c2","campaign":"open","user":"u1","score":1,"device":"d","cost":1.5,"ts":1795341600000}`), pipeline.ReasonCapQuantity, nil},
 	}
 }
 
@@ -183,7 +186,7 @@ http: {listen: "127.0.0.1:0"}
 	}
 
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	w, _, err := consumer.FromConfig(cfg, consumer.WithLogger(log))
+	w, _, err := app.NewWorker(cfg, consumer.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +202,7 @@ http: {listen: "127.0.0.1:0"}
 	got := readCommitted(ctx, t, conn, passed, rejected, dlq)
 	where := map[int]*kgo.Record{}
 	for _, r := range got {
-		s, _ := consumer.HeaderValue(r, "suite-seq")
+		s, _ := pipeline.HeaderValue(r, "suite-seq")
 		seq, err := strconv.Atoi(s)
 		if err != nil {
 			t.Fatalf("%s: record without suite-seq header: %q", r.Topic, r.Value)
@@ -218,15 +221,15 @@ http: {listen: "127.0.0.1:0"}
 			t.Errorf("record %d (%v) is nowhere", seq, kindName(s.bad))
 			continue
 		case s.bad != nil:
-			reason, _ := consumer.HeaderValue(r, consumer.HeaderReason)
-			src, _ := consumer.HeaderValue(r, consumer.HeaderSourceTopic)
-			off, _ := consumer.HeaderValue(r, consumer.HeaderSourceOffset)
+			reason, _ := pipeline.HeaderValue(r, pipeline.HeaderReason)
+			src, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceTopic)
+			off, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceOffset)
 			if r.Topic != dlq || reason != string(s.bad.reason) || src != events || off == "" {
 				t.Errorf("%s: in %s with reason %q (source %s@%s), want %s with %q", s.bad.name, r.Topic, reason, src, off, dlq, s.bad.reason)
 			}
 			t.Logf("%-40s -> %s, reason %s", s.bad.name, strings.TrimPrefix(r.Topic, "bad-"+run+"-"), reason)
 		case r.Topic == dlq:
-			reason, _ := consumer.HeaderValue(r, consumer.HeaderError)
+			reason, _ := pipeline.HeaderValue(r, pipeline.HeaderError)
 			t.Errorf("good record %d dead-lettered: %s: %s", seq, reason, r.Value)
 		}
 		counts[strings.TrimPrefix(r.Topic, "bad-"+run+"-")]++
@@ -247,18 +250,18 @@ http: {listen: "127.0.0.1:0"}
 	// source offset.
 	for seq, r := range where {
 		s := want[seq]
-		if s.bad == nil || s.bad.reason != consumer.ReasonTooLarge {
+		if s.bad == nil || s.bad.reason != decode.ReasonTooLarge {
 			continue
 		}
-		size, _ := consumer.HeaderValue(r, consumer.HeaderOriginalSize)
+		size, _ := pipeline.HeaderValue(r, pipeline.HeaderOriginalSize)
 		hdr := 0
 		for _, h := range r.Headers {
 			hdr += len(h.Key) + len(h.Value)
 		}
-		if len(r.Value) > consumer.DefaultMaxBytes || len(r.Key) > 1024 || hdr > consumer.MaxKeyAndHeaderBytes ||
+		if len(r.Value) > decode.DefaultMaxBytes || len(r.Key) > 1024 || hdr > decode.MaxKeyAndHeaderBytes ||
 			size != strconv.Itoa(len(s.bad.value)) {
 			t.Errorf("%s: dead letter of %d+%d+%d bytes (value, key, headers), %s=%q", s.bad.name,
-				len(r.Value), len(r.Key), hdr, consumer.HeaderOriginalSize, size)
+				len(r.Value), len(r.Key), hdr, pipeline.HeaderOriginalSize, size)
 		}
 	}
 	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"], counts["passed"]+counts["rejected"])

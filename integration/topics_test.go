@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -166,9 +166,9 @@ func account(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, bud
 			if n > 0 {
 				tl.duplicates++
 			}
-			d, _ := consumer.HeaderValue(r, consumer.HeaderDecision)
-			b, _ := consumer.HeaderValue(r, consumer.HeaderBudget)
-			if d == consumer.DecisionPass && b == budget {
+			d, _ := pipeline.HeaderValue(r, pipeline.HeaderDecision)
+			b, _ := pipeline.HeaderValue(r, pipeline.HeaderBudget)
+			if d == pipeline.DecisionPass && b == budget {
 				tl.passes++
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,13 +57,7 @@ func ensure(t testing.TB, conn []kgo.Opt, specs ...TopicSpec) {
 // waitFor polls cond until it holds or patience runs out.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", patience, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.EventuallyEvery(t, patience, testwait.Tick, what, cond)
 }
 
 func produceSync(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {

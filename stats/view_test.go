@@ -199,7 +199,9 @@ func TestViewTransactions(t *testing.T) {
 	}
 	produceSync(t, w, report(3)...)
 	open := newView(t, conn, topic)
-	time.Sleep(300 * time.Millisecond)
+	// Once the view has applied everything committed before the open
+	// transaction, only that transaction stands between it and the end.
+	waitFor(t, "the view to apply the committed report", func() bool { return passed(open) == 1 })
 	if open.CaughtUp() {
 		t.Fatal("caught up while a transaction that started before the view is open")
 	}

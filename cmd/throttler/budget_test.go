@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/testwait"
 )
 
 // TestBudgetCommands runs two workers (`throttler run`) on an in-process
@@ -99,11 +100,9 @@ budgets:
 		}
 		var seen []string
 		for i, l := range logs {
-			for applied(l.String(), want) == before[i] {
-				if ctx.Err() != nil {
-					t.Fatalf("%s: worker %d never applied it:\n%s", what, i+1, l.String())
-				}
-				time.Sleep(time.Millisecond)
+			// A fine tick: the test logs how soon each worker applied it.
+			if !testwait.Poll(time.Until(deadline(ctx)), time.Millisecond, func() bool { return applied(l.String(), want) != before[i] }) {
+				t.Fatalf("%s: worker %d never applied it:\n%s", what, i+1, l.String())
 			}
 			seen = append(seen, fmt.Sprintf("worker %d by %v", i+1, time.Since(start).Round(time.Microsecond)))
 		}

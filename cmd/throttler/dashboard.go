@@ -60,7 +60,7 @@ the address not listened on, 2 for a bad flag.`,
 			if err != nil {
 				return err
 			}
-			srv := dashboard.New(view, dashboard.Topic(*topic), dashboard.SampleEvery(*sample), dashboard.StaleAfter(*staleAfter))
+			srv := dashboard.New(view, dashboard.Clock(clock), dashboard.Topic(*topic), dashboard.SampleEvery(*sample), dashboard.StaleAfter(*staleAfter))
 			fmt.Fprintf(e.stdout, "throttler dashboard: http://%s/ (stats topic %s; Ctrl-C stops)\n", ln.Addr(), *topic)
 			return srv.Serve(ctx, ln)
 		}

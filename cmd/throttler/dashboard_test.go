@@ -16,7 +16,8 @@ import (
 func TestDashboardCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	addr := statusCluster(t, ctx)
+	fixClock(t, statusAt)
+	addr := statusCluster(t, ctx, statusAt)
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

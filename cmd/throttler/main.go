@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -24,6 +25,10 @@ import (
 
 // commands is the dispatch table. To add a command, write its command
 // value in its own file and add it here, in the order `help` lists them.
+// clock is the commands' clock (status reports as of its now); tests fix
+// it.
+var clock = time.Now
+
 var commands = []*command{
 	brokerCmd,
 	loadgenCmd,

@@ -16,7 +16,9 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/internal/logx"
 )
@@ -132,7 +134,7 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 		}
 		return err
 	}
-	w, tree, err := consumer.FromConfig(cfg, append([]consumer.Opt{consumer.WithLogger(log)}, opts...)...)
+	w, tree, err := app.NewWorker(cfg, append([]consumer.Opt{consumer.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -163,13 +165,13 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 // answers, ctx ends (nil: the caller checks ctx) or timeout passes (an
 // error naming the brokers and the last failure). Each failed attempt is
 // logged, so that a wrong address never hangs silently. Rejected
-// credentials and TLS failures end it at once (kafkaconn.Fatal).
+// credentials and TLS failures end it at once (kafkacheck.Fatal).
 func waitBrokers(ctx context.Context, log zerolog.Logger, opts []kgo.Opt, brokers []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for attempt := 1; ; attempt++ {
-		err := kafkaconn.Check(ctx, opts, min(5*time.Second, max(time.Until(deadline), time.Millisecond)))
+		err := kafkacheck.Check(ctx, opts, min(5*time.Second, max(time.Until(deadline), time.Millisecond)))
 		switch {
-		case kafkaconn.Fatal(err):
+		case kafkacheck.Fatal(err):
 			log.Error().Err(err).Strs("brokers", brokers).Msg("cannot connect to the brokers; check security in the config")
 			return err
 		case err == nil:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/testwait"
 )
 
 // syncBuffer is a strings.Builder safe for one writer and many readers.
@@ -40,14 +41,15 @@ func (s *syncBuffer) String() string {
 
 // poll calls cond every 100ms until it is true or ctx ends.
 func poll(ctx context.Context, cond func() bool) bool {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(100 * time.Millisecond):
-		}
+	return testwait.Poll(time.Until(deadline(ctx)), 100*time.Millisecond, cond)
+}
+
+// deadline returns ctx's deadline, or testwait.Patience from now.
+func deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
 	}
-	return true
+	return time.Now().Add(testwait.Patience)
 }
 
 func writeConfig(t *testing.T, yaml string) string {

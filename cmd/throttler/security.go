@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
 )
 
@@ -109,7 +110,7 @@ func (k *kafkaFlags) opts() ([]kgo.Opt, error) {
 // retrying cannot cure (rejected credentials, TLS mismatch); other
 // failures are left to the command's own retries.
 func checkFatal(ctx context.Context, opts []kgo.Opt) error {
-	if err := kafkaconn.Check(ctx, opts, 10*time.Second); kafkaconn.Fatal(err) {
+	if err := kafkacheck.Check(ctx, opts, 10*time.Second); kafkacheck.Fatal(err) {
 		return err
 	}
 	return nil

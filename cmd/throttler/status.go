@@ -24,8 +24,8 @@ shares against the weights and the sample-ratio-mismatch p-value, marked
 "` + status.MismatchMark + `" below 0.001. It needs nothing but the stats topic: the workers
 publish their budget and experiment definitions there.
 
---json prints the same as one JSON document (version 1; README "throttler
-status" describes its fields). Exit status 0 when it printed, 1 when the
+--json prints the same as one JSON document (version 1; docs/configuration.md,
+"throttler status", describes its fields). Exit status 0 when it printed, 1 when the
 topic cannot be read, 2 for a bad flag.`,
 	setup: func(fs *flag.FlagSet) action {
 		kf := addKafkaFlags(fs)
@@ -48,7 +48,7 @@ topic cannot be read, 2 for a bad flag.`,
 				return err
 			}
 			defer view.Close()
-			st := status.Build(view, *topic, time.Now())
+			st := status.Build(view, *topic, clock())
 			if *asJSON {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")

@@ -22,10 +22,22 @@ import (
 	"github.com/throttler/throttler/stats"
 )
 
+// statusAt is the instant the status tests write and read at: the
+// commands' clock is fixed there, so that a period budget's period does
+// not depend on when the test runs.
+var statusAt = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+
+// fixClock fixes the commands' clock at at for the test.
+func fixClock(t *testing.T, at time.Time) {
+	saved := clock
+	clock = func() time.Time { return at }
+	t.Cleanup(func() { clock = saved })
+}
+
 // statusCluster starts kfake with a stats topic holding what two workers
-// would publish: a window budget that ended (ideal = target), a period
-// budget, a fair experiment and a skewed one, over three sources.
-func statusCluster(t *testing.T, ctx context.Context) string {
+// would publish at now: a window budget that ended (ideal = target), a
+// period budget, a fair experiment and a skewed one, over three sources.
+func statusCluster(t *testing.T, ctx context.Context, now time.Time) string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -42,7 +54,6 @@ func statusCluster(t *testing.T, ctx context.Context) string {
 		t.Fatal(err)
 	}
 	pub, _ := stats.NewPublisher("g.stats")
-	now := time.Now()
 	begin, end := now.Add(-2*time.Hour), now.Add(-time.Hour)
 	var recs []*kgo.Record
 	add := func(r *kgo.Record, err error) {
@@ -90,7 +101,8 @@ func statusCluster(t *testing.T, ctx context.Context) string {
 func TestStatusCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	addr := statusCluster(t, ctx)
+	fixClock(t, statusAt)
+	addr := statusCluster(t, ctx, statusAt)
 
 	code, stdout, stderr := runCLI(t, ctx, "status", "--brokers", addr, "--stats-topic", "g.stats", "--json")
 	if code != 0 {
@@ -141,7 +153,8 @@ func TestStatusCommand(t *testing.T) {
 func TestStatusErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	addr := statusCluster(t, ctx)
+	fixClock(t, statusAt)
+	addr := statusCluster(t, ctx, statusAt)
 	for _, c := range []struct {
 		args   []string
 		code   int

@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
@@ -110,9 +111,8 @@ const (
 	syncInterval = 100 * time.Millisecond
 )
 
-// Run starts an embedded broker on a free loopback port, produces the
-// input once, then runs the rounds and returns their medians.
-func Run(ctx context.Context, c Config) (Result, error) {
+// defaults fills in the zero fields and checks the others.
+func (c *Config) defaults() error {
 	if c.Records == 0 {
 		c.Records = DefaultRecords
 	}
@@ -124,13 +124,22 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	switch {
 	case c.Records < 1:
-		return Result{}, fmt.Errorf("%w: records must be at least 1, got %d", ErrConfig, c.Records)
+		return fmt.Errorf("%w: records must be at least 1, got %d", ErrConfig, c.Records)
 	case c.Rounds < 1:
-		return Result{}, fmt.Errorf("%w: rounds must be at least 1, got %d", ErrConfig, c.Rounds)
+		return fmt.Errorf("%w: rounds must be at least 1, got %d", ErrConfig, c.Rounds)
 	case c.Partitions < 1:
-		return Result{}, fmt.Errorf("%w: partitions must be at least 1, got %d", ErrConfig, c.Partitions)
+		return fmt.Errorf("%w: partitions must be at least 1, got %d", ErrConfig, c.Partitions)
 	case c.Delivery > consumer.AtLeastOnce:
-		return Result{}, fmt.Errorf("%w: unknown delivery", ErrConfig)
+		return fmt.Errorf("%w: unknown delivery", ErrConfig)
+	}
+	return nil
+}
+
+// Run starts an embedded broker on a free loopback port, produces the
+// input once, then runs the rounds and returns their medians.
+func Run(ctx context.Context, c Config) (Result, error) {
+	if err := c.defaults(); err != nil {
+		return Result{}, err
 	}
 	if c.DataDir == "" {
 		dir, err := os.MkdirTemp("", "throttler-bench-")
@@ -414,8 +423,8 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consume
 	if err != nil {
 		return nil, err
 	}
-	dec, err := consumer.NewDecoder([]string{budgetName},
-		consumer.BudgetPath("campaign"), consumer.KeyPath("user"), consumer.IDPath("id"), consumer.TimePath("ts"))
+	dec, err := decode.NewDecoder([]string{budgetName},
+		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts"))
 	if err != nil {
 		return nil, err
 	}

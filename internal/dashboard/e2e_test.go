@@ -15,6 +15,8 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/app"
+	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
 )
@@ -57,7 +59,7 @@ func startWorkers(t *testing.T, cfg *config.Config, n int) {
 	var ws []*consumer.Worker
 	done := make(chan error, n)
 	for i := range n {
-		w, _, err := consumer.FromConfig(cfg, consumer.WithLogger(zerolog.Nop()), consumer.TransactionalID(fmt.Sprintf("e2e-worker-%d", i+1)),
+		w, _, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.Nop()), consumer.TransactionalID(fmt.Sprintf("e2e-worker-%d", i+1)),
 			consumer.ClientOpts(kgo.HeartbeatInterval(500*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +152,7 @@ func passesByBudget(t *testing.T, brokers []string, adm *kadm.Client) map[string
 				return
 			}
 			for _, h := range r.Headers {
-				if h.Key == consumer.HeaderBudget {
+				if h.Key == pipeline.HeaderBudget {
 					out[string(h.Value)]++
 				}
 			}

@@ -6,10 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/throttler/throttler/pipeline"
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/throttler/throttler/consumer"
 )
 
 // clicker is the reward simulator: it reads the passed events
@@ -93,7 +92,7 @@ func (c *clicker) run(ctx context.Context) {
 			if due.After(c.end) || !c.clicked(id) {
 				return
 			}
-			budget := header(r, consumer.HeaderBudget)
+			budget := header(r, pipeline.HeaderBudget)
 			v := []byte(`{"campaign":` + gjson.GetBytes(r.Value, "campaign").Raw + `,"id":` + string(id) + `,"user":` + gjson.GetBytes(r.Value, "user").Raw + `}`)
 			c.queue = append(c.queue, click{due: due, name: budget, rec: &kgo.Record{Topic: topicClicks, Key: r.Key, Value: v}})
 		})

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/throttler/throttler/pipeline"
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/throttler/throttler/consumer"
 )
 
 // readAll reads topics from their start to their current end with
@@ -97,7 +96,7 @@ func countTopics(ctx context.Context, brokers []string, adm *kadm.Client) (*coun
 			c.clicks[gjson.GetBytes(r.Value, "campaign").String()]++
 			return
 		}
-		c.passes[header(r, consumer.HeaderBudget)]++
+		c.passes[header(r, pipeline.HeaderBudget)]++
 		c.variants[r.Topic]++
 		if c.users[r.Topic] == nil {
 			c.users[r.Topic] = map[string]bool{}

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,8 +20,6 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -141,31 +137,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := c.defaults(); err != nil {
 		return nil, err
 	}
-	log := c.Log
-	dir := c.DataDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "throttler-demo-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
 	start := time.Now()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(dir), broker.Partitions(c.Partitions),
-		broker.SeedTopics(topicEvents, topicClicks, topicPassed, topicControl, topicTreatment, topicDead),
-		broker.Logger(log.With().Str("component", "broker").Logger()))
+	brokers, adm, stopBroker, err := startBroker(ctx, c)
+	defer stopBroker()
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	brokers := b.Addrs()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, err
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
 
 	begin := start.Add(c.StartDelay).Truncate(time.Second).Add(time.Second)
 	end := begin.Add(c.Duration)
@@ -174,76 +151,22 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, err
 	}
 
-	// Workers.
-	workCtx, stopWorkers := context.WithCancel(ctx)
-	defer stopWorkers()
-	ws := make([]*worker, c.Workers)
-	trees := make([]*flow.Tree, c.Workers)
-	for i := range ws {
-		w, tree, err := consumer.FromConfig(cfg,
-			consumer.WithLogger(log.With().Int("worker", i+1).Logger()),
-			// Frequent heartbeats make the group settle fast; the session
-			// and rebalance timeouts stay at kgo's defaults (45s, 60s), so
-			// that a machine too busy to run the workers for a few seconds
-			// does not expire their sessions (no member dies in a demo).
-			consumer.ClientOpts(kgo.HeartbeatInterval(500*time.Millisecond)))
-		if err != nil {
-			return nil, err
-		}
-		// Until peers' reports arrive, each worker counts itself as an
-		// equal share of the cluster.
-		tree.SetShare(1 / float64(c.Workers))
-		ws[i] = &worker{w: w, tree: tree, done: make(chan error, 1)}
-		trees[i] = tree
-		go func(x *worker) { x.done <- x.w.Run(workCtx) }(ws[i])
+	ws, trees, stopAll, err := startWorkers(ctx, c, cfg)
+	if err != nil {
+		return nil, err
 	}
-	stopAll := func() []error {
-		stopWorkers()
-		var errs []error
-		for i, x := range ws {
-			select {
-			case err := <-x.done:
-				if err != nil {
-					errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
-				}
-			case <-time.After(settleTimeout):
-				errs = append(errs, fmt.Errorf("worker %d did not stop within %v", i+1, settleTimeout))
-			}
-		}
-		return errs
-	}
-
+	defer stopAll()
 	// Load, from now on: events before the window are rejected as not
 	// started, and the workers are busy by the time it begins.
-	gen, err := loadgen.New(loadgen.Config{Seed: 1, Users: c.Users, Budgets: loadBudgets()})
+	load, err := startLoad(ctx, c, brokers)
 	if err != nil {
-		return nil, err
-	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, err
-	}
-	defer prod.Close()
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	var load struct {
-		sync.WaitGroup
-		sum loadgen.Summary
-		err error
-	}
-	load.Add(1)
-	go func() {
-		defer load.Done()
-		load.sum, load.err = loadgen.Run(loadCtx, prod, gen, loadgen.RunConfig{Topic: topicEvents, Rate: c.Rate})
-	}()
-
-	res := &Result{Begin: begin, End: end, Rate: c.Rate, Workers: c.Workers}
-	if err := waitReady(ctx, adm, ws, c.Partitions, max(int64(c.Rate/2), 100)); err != nil {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
-	res.ReadyAfter = time.Since(start)
-	if time.Now().After(begin) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the workers were ready %.1fs after the budgets began: they lost that time", time.Since(begin).Seconds()))
+	defer load.stop()
+
+	res := &Result{Begin: begin, End: end, Rate: c.Rate, Workers: c.Workers}
+	if err := res.waitReady(ctx, adm, ws, c, start); err != nil {
+		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
 
 	var stopDash func()
@@ -259,12 +182,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	wt := &watcher{view: view, trees: trees, budgets: cfg.Budgets, begin: begin, end: end,
 		samples: map[string][]Sample{}, redraw: c.Redraw}
 
-	clk, err := newClicker(brokers, c.RewardShare, c.RewardDelay, end)
+	clk, clickDone, err := startClicks(ctx, c, brokers, end)
 	if err != nil {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
-	clickDone := make(chan struct{})
-	go func() { defer close(clickDone); clk.run(ctx) }()
 
 	// The window: sample every second, print every ProgressEvery.
 	if err := wt.follow(ctx, c, ws, produced(adm)); err != nil {
@@ -274,33 +195,14 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	// The end: stop the load, let the clicks due in the window out, wait
 	// until the workers have consumed and committed everything and the
 	// stats view shows their last counters.
-	stopLoad()
-	load.Wait()
-	res.Produced = load.sum.Produced
-	if load.err != nil {
-		res.Warnings = append(res.Warnings, "load generator: "+load.err.Error())
-	}
+	res.Produced = load.finish(res)
 	select {
 	case <-clickDone:
 	case <-ctx.Done():
 		return nil, errors.Join(ctx.Err(), errors.Join(stopAll()...))
 	}
-	if err := clk.Err(); err != nil {
-		res.Warnings = append(res.Warnings, "reward simulator: "+err.Error())
-	}
-	if err := waitDrained(ctx, adm); err != nil {
-		res.Warnings = append(res.Warnings, err.Error())
-	}
-	if err := wt.waitSettled(ctx, trees); err != nil {
-		res.Warnings = append(res.Warnings, err.Error())
-	}
-	wt.sample()
-	res.viewFinal = map[string]float64{}
-	for _, bg := range cfg.Budgets {
-		a, off, _ := wt.totals(bg)
-		res.viewFinal[bg.Name] = a
-		res.viewOffered = append(res.viewOffered, off)
-	}
+	res.settle(ctx, clk, adm, wt, trees)
+	wt.final(res, cfg.Budgets)
 	if errs := stopAll(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -187,3 +187,15 @@ func (t *table) write(b *strings.Builder) {
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
 }
+
+// final samples the view once more and keeps each budget's totals in
+// res, as the stats topic has them at the end.
+func (w *watcher) final(res *Result, budgets []config.Budget) {
+	w.sample()
+	res.viewFinal = map[string]float64{}
+	for _, bg := range budgets {
+		a, off, _ := w.totals(bg)
+		res.viewFinal[bg.Name] = a
+		res.viewOffered = append(res.viewOffered, off)
+	}
+}

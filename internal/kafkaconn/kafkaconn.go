@@ -6,10 +6,7 @@
 // Opts, so that a cluster with authentication is reached the same way
 // everywhere.
 //
-// Check reaches the brokers once and turns the failures that retrying
-// cannot cure (rejected credentials, a certificate that does not verify,
-// TLS on one side only) into errors that say so, instead of the bare EOF a
-// client sees when a broker closes the connection on bad credentials.
+// kafkacheck.Check then reaches the brokers once with these options.
 package kafkaconn
 
 import (
@@ -108,8 +105,12 @@ func Mechanism(s config.SASL) (sasl.Mechanism, error) {
 	return userMechanism{Mechanism: m, user: s.Username}, nil
 }
 
-// userMechanism remembers the user, for the messages of Check.
+// userMechanism remembers the user, for the messages of
+// kafkacheck.Check.
 type userMechanism struct {
 	sasl.Mechanism
 	user string
 }
+
+// User returns the SASL user name.
+func (m userMechanism) User() string { return m.user }

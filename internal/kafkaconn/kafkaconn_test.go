@@ -11,6 +11,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/internal/testcert"
 )
@@ -37,7 +38,7 @@ func check(t *testing.T, b *broker.Broker, sec config.Security) error {
 	if err != nil {
 		t.Fatalf("Opts: %v", err)
 	}
-	return kafkaconn.Check(context.Background(), opts, checkTimeout)
+	return kafkacheck.Check(context.Background(), opts, checkTimeout)
 }
 
 func sasl(mech, user, pass string) config.Security {
@@ -78,8 +79,8 @@ func TestSASL(t *testing.T) {
 		t.Run(bad.name, func(t *testing.T) {
 			start := time.Now()
 			err := check(t, b, bad.sec)
-			var ae *kafkaconn.AuthError
-			if !errors.As(err, &ae) || !kafkaconn.Fatal(err) {
+			var ae *kafkacheck.AuthError
+			if !errors.As(err, &ae) || !kafkacheck.Fatal(err) {
 				t.Fatalf("got %T %v after %v, want an AuthError", err, err, time.Since(start))
 			}
 			if !strings.Contains(err.Error(), bad.want) {
@@ -107,20 +108,20 @@ func TestTLS(t *testing.T) {
 	}
 	wrongPass := good
 	wrongPass.SASL.Password = "nope"
-	if err := check(t, b, wrongPass); !errors.As(err, new(*kafkaconn.AuthError)) {
+	if err := check(t, b, wrongPass); !errors.As(err, new(*kafkacheck.AuthError)) {
 		t.Errorf("TLS, wrong password: got %T %v, want an AuthError", err, err)
 	}
 	noCA := sasl("SCRAM-SHA-512", "alice", "a-secret")
 	noCA.TLS.Enabled = true
 	plain := sasl("SCRAM-SHA-512", "alice", "a-secret")
 	for name, sec := range map[string]config.Security{"system roots": noCA, "plaintext client": plain} {
-		if err := check(t, b, sec); !errors.As(err, new(*kafkaconn.TLSError)) {
+		if err := check(t, b, sec); !errors.As(err, new(*kafkacheck.TLSError)) {
 			t.Errorf("%s: got %T %v, want a TLSError", name, err, err)
 		}
 	}
 	p := startBroker(t)
 	tlsToPlain := config.Security{TLS: config.TLS{CAFile: files.CA}}
-	if err := check(t, p, tlsToPlain); !errors.As(err, new(*kafkaconn.TLSError)) {
+	if err := check(t, p, tlsToPlain); !errors.As(err, new(*kafkacheck.TLSError)) {
 		t.Errorf("TLS client, plaintext broker: got %T %v, want a TLSError", err, err)
 	}
 }

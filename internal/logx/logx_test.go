@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/throttler/throttler/config"
 )
 
 func TestNewJSON(t *testing.T) {
@@ -52,5 +55,21 @@ func TestNewErrors(t *testing.T) {
 		if _, err := ParseLevel(l); err != nil {
 			t.Errorf("ParseLevel(%q) = %v", l, err)
 		}
+	}
+}
+
+// TestConfigNames: the config file accepts exactly the formats and levels
+// New does (config keeps its own list, so that it imports no logging).
+func TestConfigNames(t *testing.T) {
+	for _, f := range config.LogFormats {
+		if err := CheckFormat(f); err != nil {
+			t.Errorf("config format %q: %v", f, err)
+		}
+	}
+	if want := []string{FormatJSON, FormatConsole}; !slices.Equal(config.LogFormats, want) {
+		t.Errorf("config formats %q, logx %q", config.LogFormats, want)
+	}
+	if !slices.Equal(config.LogLevels, Levels) {
+		t.Errorf("config levels %q, logx %q", config.LogLevels, Levels)
 	}
 }

@@ -1,0 +1,194 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/throttler/throttler/stats"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// onAssigned starts a goroutine for every new partition. Their
+// checkpoints are loaded in the background (one reader for the whole
+// assignment): a partition processes nothing before its flow source is
+// opened from its committed checkpoint, and the callback returns at once,
+// so that a slow load (a crashed owner's transaction still open) cannot
+// hold up the group.
+func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	sources := map[string]int32{}
+	for t, ps := range assigned {
+		for _, p := range ps {
+			sources[stats.SourceName(t, p)] = p
+		}
+	}
+	load := &checkpointLoad{done: make(chan struct{})}
+	topics := make([]string, 0, len(assigned))
+	for t := range assigned {
+		topics = append(topics, t)
+	}
+	go w.loadCheckpoints(load, cl, topics, sources)
+	var started []*partition
+	for t, ps := range assigned {
+		for _, id := range ps {
+			p := w.newPartition(t, id, w.isReward(t), load)
+			started = append(started, p)
+			go p.run()
+		}
+	}
+	w.mu.Lock()
+	for _, p := range started {
+		w.parts[topicPartition{p.topic, p.id}] = p
+	}
+	n := len(w.parts)
+	w.mu.Unlock()
+	w.updateShare(ctx, cl)
+	w.m.assigned.Set(float64(n))
+	w.joined.Store(true)
+	w.log.Info().Int("new", len(started)).Int("owned", n).Msg("partitions assigned")
+}
+
+// loadCheckpoints learns the partition counts of the assigned topics (for
+// the stages; see pipeline.Partition) and reads the newest checkpoint of
+// every source, retrying a few times. It fails rather than start a
+// partition from zero, which would count its budget twice.
+func (w *Worker) loadCheckpoints(load *checkpointLoad, cl *kgo.Client, topics []string, sources map[string]int32) {
+	defer close(load.done)
+	if len(sources) == 0 {
+		return
+	}
+	ctx := w.prodCtx
+	load.parts = w.partitionCounts(ctx, cl, topics)
+	for attempt := 1; ; attempt++ {
+		load.cps, load.err = stats.LoadCheckpoints(ctx, w.cfg.clientOpts, w.cfg.topics.Checkpoints, sources)
+		if load.err == nil || ctx.Err() != nil || attempt == 5 {
+			break
+		}
+		w.log.Warn().Err(load.err).Int("attempt", attempt).Msg("load checkpoints")
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		}
+	}
+	if load.err != nil {
+		load.err = fmt.Errorf("load checkpoints: %w", load.err)
+	}
+}
+
+// onRevoked stops the revoked partitions. With BlockRebalanceOnPoll they
+// are idle and committed; were they not, the transaction session aborts
+// the open transaction.
+func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	w.mu.Lock()
+	var gone []*partition
+	for t, ps := range revoked {
+		for _, id := range ps {
+			tp := topicPartition{t, id}
+			if p := w.parts[tp]; p != nil {
+				gone = append(gone, p)
+				delete(w.parts, tp)
+			}
+		}
+	}
+	n := len(w.parts)
+	w.mu.Unlock()
+	w.stopPartitions(gone)
+	w.resumeRevoked(cl, revoked)
+	w.updateShare(ctx, cl)
+	w.m.assigned.Set(float64(n))
+	if len(gone) > 0 {
+		w.log.Info().Int("revoked", len(gone)).Int("owned", n).Msg("partitions revoked")
+	}
+}
+
+// updateShare tells the flow tree this worker's share of the cluster's
+// traffic sources: the input partitions it owns over all partitions of
+// the input topics (reward partitions do not count). flow uses it for its
+// cold start and when the stats view is silent. With no input partition
+// owned the share is left as it was (it weighs nothing then).
+func (w *Worker) updateShare(ctx context.Context, cl *kgo.Client) {
+	w.mu.Lock()
+	owned := 0
+	for _, p := range w.parts {
+		if !p.reward {
+			owned++
+		}
+	}
+	w.mu.Unlock()
+	if owned == 0 {
+		return
+	}
+	if owned > w.inputPartitions && cl != nil {
+		// Unknown yet, or partitions were added: ask the cluster.
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		td, err := kadm.NewClient(cl).ListTopics(mctx, w.cfg.topics.Input...)
+		cancel()
+		total := 0
+		for _, t := range w.cfg.topics.Input {
+			if d, ok := td[t]; ok && d.Err == nil {
+				total += len(d.Partitions)
+			}
+		}
+		if err != nil || total == 0 {
+			w.log.Warn().Err(err).Msg("input partition count unknown; flow share unchanged")
+			return
+		}
+		w.inputPartitions = total
+	}
+	f := min(float64(owned)/float64(w.inputPartitions), 1)
+	w.setShare(f)
+	w.log.Debug().Int("owned", owned).Int("of", w.inputPartitions).Float64("share", f).Msg("flow share")
+}
+
+func (w *Worker) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+	w.log.Warn().Msg("partitions lost (session expired or fenced)")
+	w.onRevoked(ctx, cl, lost)
+}
+
+func (w *Worker) stopPartitions(ps []*partition) {
+	now := w.cfg.now()
+	for _, p := range ps {
+		close(p.quit)
+		p.cancel()
+		close(p.in)
+		<-p.done
+		p.flushCounts()
+		p.close(now)
+		w.m.consumerLag.DeleteLabelValues(p.topic, fmt.Sprint(p.id))
+	}
+}
+
+// closeAll stops the partitions the group did not revoke on close.
+func (w *Worker) closeAll() {
+	w.mu.Lock()
+	var ps []*partition
+	for tp, p := range w.parts {
+		ps = append(ps, p)
+		delete(w.parts, tp)
+	}
+	w.mu.Unlock()
+	w.stopPartitions(ps)
+	w.m.assigned.Set(0)
+}
+
+// partitionCounts returns the partition count of topics; a topic it
+// cannot learn is left out (the stages then know no count: the caps skip
+// their keying check).
+func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client, topics []string) map[string]int {
+	out := make(map[string]int, len(topics))
+	if cl == nil {
+		return out
+	}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(mctx, topics...)
+	for _, t := range topics {
+		if d, ok := td[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
+			out[t] = len(d.Partitions)
+		} else {
+			w.log.Debug().Err(err).Str("topic", t).Msg("partition count unknown")
+		}
+	}
+	return out
+}

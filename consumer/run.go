@@ -1,0 +1,250 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/kafkacheck"
+	"github.com/throttler/throttler/stats"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Run consumes until ctx ends or a fatal error, then finishes the records
+// in flight, commits, leaves the group and returns (nil after a clean
+// shutdown). Run may be called once.
+func (w *Worker) Run(ctx context.Context) (err error) {
+	if !w.ran.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	w.running.Store(true)
+	defer w.running.Store(false)
+	w.prodCtx, w.prodCancel = context.WithCancel(context.Background())
+	w.status.started = w.cfg.now()
+	defer w.prodCancel()
+
+	defer w.serveHTTP()()
+
+	// Rejected credentials or a TLS mismatch would otherwise show up as
+	// clients retrying EOFs forever.
+	if err := kafkacheck.Check(ctx, w.cfg.clientOpts, connCheckTimeout); kafkacheck.Fatal(err) {
+		return err
+	}
+	if w.cfg.ensureTopics {
+		if err := w.ensureTopics(ctx); err != nil {
+			return err
+		}
+	}
+	stopAll, err := w.startView(ctx)
+	defer stopAll()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	w.tree.Sync(w.cfg.now(), viewExchange{w.view})
+
+	loopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	w.stop = stop
+	if w.sess, err = w.newSession(); err != nil {
+		return err
+	}
+	w.clientPt.Store(w.sess.client())
+	defer w.clientPt.Store(nil)
+	if err := w.sess.begin(); err != nil {
+		w.sess.close()
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	w.log.Info().Str("delivery", w.cfg.delivery.String()).Strs("input", w.cfg.topics.Input).Msg("worker started")
+
+	tunerDone := make(chan struct{})
+	go w.tuner(loopCtx, tunerDone)
+
+	err = w.runSessions(loopCtx)
+	w.stopping.Store(true)
+	stop()
+	<-tunerDone
+	if ferr := w.fatal.Load(); ferr != nil && err == nil {
+		err = *ferr
+	}
+
+	// Leave the group: the revoke callback stops every partition.
+	w.sess.close()
+	w.closeAll()
+	w.log.Info().Err(err).Msg("worker stopped")
+	return err
+}
+
+// serveHTTP serves the metrics and health endpoints, if any, in the
+// background; the function it returns shuts the server down.
+func (w *Worker) serveHTTP() (shutdown func()) {
+	if w.http == nil {
+		return func() {}
+	}
+	go func() {
+		if err := w.http.Serve(); err != nil {
+			w.log.Error().Err(err).Msg("http server")
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.http.Shutdown(sctx)
+	}
+}
+
+// startView opens the stats view, waits for it to catch up, then starts
+// what runs beside the worker (OnStart). stop closes what was started,
+// also after an error.
+func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, w.cfg.statsClientOpts))
+	if err != nil {
+		return stop, fmt.Errorf("stats view: %w", err)
+	}
+	w.view = view
+	w.viewPtr.Store(view)
+	stops = append(stops, view.Close)
+	if err := view.WaitCaughtUp(ctx); err != nil {
+		return stop, fmt.Errorf("stats view: %w", err)
+	}
+	for _, start := range w.cfg.onStart {
+		stopIt, err := start(ctx, w)
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, stopIt)
+	}
+	return stop, nil
+}
+
+// fail records a fatal error and stops the loop.
+func (w *Worker) fail(err error) {
+	w.fatal.CompareAndSwap(nil, &err)
+	if w.stop != nil {
+		w.stop()
+	}
+}
+
+func (w *Worker) ensureTopics(ctx context.Context) error {
+	cl, err := kgo.NewClient(w.cfg.clientOpts...)
+	if err != nil {
+		return &ConfigError{Option: "ClientOpts", Reason: err.Error()}
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	consumed := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
+	details, err := adm.ListTopics(ctx, consumed...)
+	if err != nil {
+		return fmt.Errorf("list input topics: %w", err)
+	}
+	parts := int32(1)
+	for _, t := range consumed {
+		d, ok := details[t]
+		if !ok || d.Err != nil {
+			return fmt.Errorf("input topic %s: %w", t, errors.Join(errors.New("not found"), d.Err))
+		}
+		if n := int32(len(d.Partitions)); n > parts {
+			parts = n
+		}
+	}
+	specs := []stats.TopicSpec{
+		stats.StatsTopic(w.cfg.topics.Stats, parts),
+		stats.CheckpointTopic(w.cfg.topics.Checkpoints, parts),
+	}
+	if t := w.cfg.topics.Control; t != "" {
+		specs = append(specs, stats.TopicSpec{Name: t, Partitions: 1, Compact: true}) // as control.Topic
+	}
+	// The topics the worker writes to: created with the input's partition
+	// count when missing (brokers need not auto-create topics).
+	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true, w.cfg.topics.Control: true}
+	for _, t := range w.pipeline.Changelogs() {
+		if !seen[t] {
+			specs = append(specs, stats.CapTopic(t, parts))
+			seen[t] = true
+		}
+	}
+	outs := append([]string{w.cfg.topics.Output, w.cfg.topics.Rejected, w.cfg.topics.DeadLetter}, w.cfg.splitter.Topics()...)
+	for _, t := range outs {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			specs = append(specs, stats.TopicSpec{Name: t, Partitions: parts})
+		}
+	}
+	return stats.EnsureTopics(ctx, adm, specs...)
+}
+
+func (w *Worker) newSession() (session, error) {
+	topics := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
+	opts := append(append(append(append(ClientTuning(), ProducerLimits()...), w.delayClientOpts()...), w.cfg.clientOpts...),
+		kgo.ConsumerGroup(w.cfg.group),
+		kgo.ConsumeTopics(topics...),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(w.onAssigned),
+		kgo.OnPartitionsRevoked(w.onRevoked),
+		kgo.OnPartitionsLost(w.onLost),
+		kgo.RecordPartitioner(stats.Partitioner(nil, append(w.pipeline.Changelogs(), w.cfg.topics.Checkpoints)...)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	)
+	if w.cfg.delivery == AtLeastOnce {
+		cl, err := kgo.NewClient(append(opts, kgo.DisableAutoCommit())...)
+		if err != nil {
+			return nil, &ConfigError{Option: "ClientOpts", Reason: err.Error()}
+		}
+		return plainSession{cl: cl, log: w.log}, nil
+	}
+	s, err := kgo.NewGroupTransactSession(append(opts, kgo.TransactionalID(w.cfg.txnID))...)
+	if err != nil {
+		return nil, &ConfigError{Option: "ClientOpts", Reason: err.Error()}
+	}
+	return txnSession{s: s, unblockAfter: unblockAfter(s.Client())}, nil
+}
+
+// tuner re-tunes the flow tree every tune interval and refreshes the
+// gauges every sync interval.
+func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(w.cfg.tuneInterval)
+	defer t.Stop()
+	var lastGauges time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := w.cfg.now()
+		w.tree.Tune(now)
+		if now.Sub(lastGauges) >= w.cfg.syncInterval {
+			lastGauges = now
+			for _, c := range w.tree.Controllers() {
+				w.m.snapshot(c.Snapshot())
+			}
+			w.m.viewAge.Set(w.view.Age().Seconds())
+			if w.srm != nil {
+				w.srm.check(w, now, w.variantTotals)
+			}
+		}
+	}
+}
+
+// viewExchange gives flow the stats view as an Exchange; the worker
+// publishes its reports itself, inside its transactions.
+type viewExchange struct{ v *stats.View }
+
+func (x viewExchange) Publish([]flow.Report) error { return nil }
+func (x viewExchange) View(budget string, dst []flow.Report) []flow.Report {
+	return x.v.View(budget, dst)
+}

@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/bytesconv"
+	"github.com/throttler/throttler/splitter"
+)
+
+// Stage names used in the standard pipeline, in RecordError.Stage and in
+// the throttler-stage header.
+const (
+	StageDecode = decode.StageDecode
+	StageScore  = decode.StageScore
+	StageCaps   = "caps"
+	StageDecide = "decide"
+	StageSplit  = "split"
+	StageRoute  = "route"
+)
+
+// DecodeStage validates the record and fills Event.Fields, indexing
+// budgets by the partition's table. Each partition keeps the room of the
+// decoder's scan, which the score stage of the same decoder reads.
+func DecodeStage(d *decode.Decoder) Stage {
+	return Stage{Name: StageDecode, New: func(part *Partition) (Middleware, error) {
+		scan := new(decode.Scan)
+		return func(next Handler) Handler {
+			return func(e *Event) Outcome {
+				r := e.Record
+				if len(r.Key) > decode.MaxKeyAndHeaderBytes || len(r.Headers) > 0 && keyAndHeadersSize(r) > decode.MaxKeyAndHeaderBytes {
+					return e.DeadLetter(recErr(StageDecode, decode.ReasonTooLarge, "",
+						fmt.Sprintf("key and headers take %d bytes, more than %d", keyAndHeadersSize(r), decode.MaxKeyAndHeaderBytes)))
+				}
+				if err := d.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, scan, part.Budgets()); err != nil {
+					return e.DeadLetter(err.(*decode.RecordError))
+				}
+				return next(e)
+			}
+		}, nil
+	}}
+}
+
+// ScoreStage computes Event.Fields.Score.
+func ScoreStage(d *decode.Decoder) Stage {
+	return Func(StageScore, func(next Handler) Handler {
+		return func(e *Event) Outcome {
+			if err := d.Score(e.Record.Value, &e.Fields); err != nil {
+				return e.DeadLetter(err.(*decode.RecordError))
+			}
+			return next(e)
+		}
+	})
+}
+
+// DecideStage asks the partition's lane of the event's budget. An event of
+// a budget without a lane is a bad record (ReasonUnknownBudget).
+func DecideStage() Stage {
+	return Stage{Name: StageDecide, New: func(part *Partition) (Middleware, error) {
+		return func(next Handler) Handler {
+			return func(e *Event) Outcome {
+				l := part.Lane(e.Fields.BudgetIndex)
+				if l == nil {
+					return e.DeadLetter(recErr(StageDecide, decode.ReasonUnknownBudget, "", e.Fields.Budget))
+				}
+				e.Verdict = l.Decide(e.Now, e.Fields.Score)
+				if e.Verdict.Reason == flow.ReasonDelayed {
+					return OutcomeDelay
+				}
+				if !e.Verdict.Pass {
+					by := e.Verdict.By
+					if by == "" {
+						by = e.Fields.Budget
+					}
+					return e.Reject(by, e.Verdict.Reason.String())
+				}
+				return next(e)
+			}
+		}, nil
+	}}
+}
+
+// SplitStage assigns the event's key to experiments. A nil splitter, or an
+// event without a key, gets no assignment.
+func SplitStage(sp *splitter.Splitter) Stage {
+	return Func(StageSplit, func(next Handler) Handler {
+		if sp == nil {
+			return next
+		}
+		return func(e *Event) Outcome {
+			if e.Fields.Key != "" {
+				e.Assignments = sp.Assign(bytesconv.Bytes(e.Fields.Key), e.Assignments)
+			}
+			return next(e)
+		}
+	})
+}
