@@ -34,7 +34,7 @@ http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tree.Controller("spring") == nil || !w.scored || w.cfg.topics.DeadLetter != "throttler.dead-letter" || w.HTTPAddr() == nil {
+	if !hasBudget(tree, "spring") || !w.scored || w.cfg.topics.DeadLetter != "throttler.dead-letter" || w.HTTPAddr() == nil {
 		t.Fatalf("worker %+v", w.cfg)
 	}
 	var d Decoded

@@ -66,7 +66,7 @@ func VariantLimitStage(limits []VariantLimit, output string) Middleware {
 // tree and adds the variant-limit stage after split.
 func (w *Worker) useVariantLimits(p *Pipeline) error {
 	for _, l := range w.cfg.variantLimits {
-		if w.tree.Controller(l.Budget) == nil {
+		if _, ok := w.tree.Budget(l.Budget); !ok {
 			return &ConfigError{Option: "WithVariantLimits", Reason: "budget " + l.Budget + " of variant " + l.Layer + "/" + l.Experiment + "/" + l.Variant + " is not in the flow tree"}
 		}
 		if l.Fallback != splitter.FallbackOutput && l.Fallback != splitter.FallbackRejected {

@@ -133,7 +133,7 @@ func NewWorker(tree *flow.Tree, dec *Decoder, opts ...Opt) (*Worker, error) {
 		return nil, &ConfigError{Option: "decoder", Reason: "the decoder lists no budgets"}
 	}
 	for _, b := range budgets {
-		if tree.Controller(b) == nil {
+		if _, ok := tree.Budget(b); !ok {
 			return nil, &ConfigError{Option: "decoder", Reason: "budget " + b + " is not in the flow tree"}
 		}
 	}

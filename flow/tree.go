@@ -186,6 +186,17 @@ func (t *Tree) Budgets() []Budget {
 	return out
 }
 
+// Budget returns the definition of a budget, and whether the tree has it.
+func (t *Tree) Budget(name string) (Budget, bool) {
+	if c := t.st.Load().ctrls[name]; c != nil {
+		return c.Budget(), true
+	}
+	return Budget{}, false
+}
+
+// Len returns the number of budgets.
+func (t *Tree) Len() int { return len(t.st.Load().order) }
+
 // Version counts the tree's updates: 0 at creation, one more for every
 // Update that changed something.
 func (t *Tree) Version() uint64 { return t.st.Load().version }
