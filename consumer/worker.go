@@ -315,6 +315,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer w.stopControl()
+	// Controllers created when partitions open their lanes read their
+	// peers from the view at once.
+	w.tree.SetExchange(viewExchange{view})
 	w.tree.Sync(w.cfg.now(), viewExchange{view})
 
 	loopCtx, stop := context.WithCancel(ctx)
