@@ -284,11 +284,3 @@ func (s *Source) follow(l *Lane, n int64) {
 		l.link(p)
 	}
 }
-
-// changed notes that the lane's counters changed (once until they are
-// listed for publication). Off the hot path's fast path: Lane.touch calls
-// it only when the lane is clean.
-func (s *Source) changed(l *Lane) {
-	l.dirty = true
-	s.dirty = append(s.dirty, l)
-}
