@@ -92,6 +92,7 @@ type Controller struct {
 	// lifecycle, under mu: the last visit, the last read of the peers,
 	// when the last lane closed, and a visit asked for (Tree.SetShare)
 	lastVisit, synced, emptySince int64
+	tunedAt                       int64 // the last tune (the score sketch decays by the time since)
 	forced                        bool
 }
 

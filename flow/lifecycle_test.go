@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -142,5 +143,38 @@ func TestIdleSpellRate(t *testing.T) {
 			t.Fatalf("at %v: local rate %v and %v, cluster rate %v and %v", now.Sub(t0),
 				snaps[0].LocalRate, snaps[1].LocalRate, snaps[0].ClusterRate, snaps[1].ClusterRate)
 		}
+	}
+}
+
+// The score distribution of a scored budget decays by the time since its
+// last tune: skipping the rounds of an idle spell forgets as much as
+// visiting every one.
+func TestIdleSpellDecay(t *testing.T) {
+	b := []Budget{{Name: "s", Target: 1e5, Begin: t0, End: at(time.Hour), Scored: true}}
+	trees := []*Tree{mustTree(t, b), mustTree(t, b, IdleRetune(time.Nanosecond))}
+	var lanes []*Lane
+	for _, tr := range trees {
+		lanes = append(lanes, mustOpen(t, tr, "p0", t0).Lane("s"))
+	}
+	for k := 0; k < 1200; k++ { // 2 min: scores for 10 s, then silence
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		for i, tr := range trees {
+			tr.Tune(now)
+			if k < 100 {
+				offer(lanes[i], now, 100*time.Millisecond, 10, float64(k%10))
+			}
+		}
+	}
+	last := at(120 * time.Second)
+	var w [2]float64
+	for i, tr := range trees {
+		tr.Sync(last, &MemoryExchange{}) // visits both (pending), so both decay up to the same instant
+		c := tr.Controller("s")
+		c.mu.Lock()
+		w[i] = c.sk.total
+		c.mu.Unlock()
+	}
+	if w[0] <= 0 || math.Abs(w[0]/w[1]-1) > 1e-9 {
+		t.Fatalf("sketch weight %v after skipping the idle rounds, %v after visiting them", w[0], w[1])
 	}
 }
