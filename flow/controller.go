@@ -2,6 +2,7 @@ package flow
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -268,7 +269,7 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 		delete(c.lanes, l.source)
 		for i, x := range c.laneList {
 			if x == l {
-				c.laneList = append(c.laneList[:i], c.laneList[i+1:]...)
+				c.laneList = slices.Delete(c.laneList, i, i+1) // clears the freed slot
 				break
 			}
 		}
@@ -294,7 +295,7 @@ func (c *Controller) dropPeer(source string) {
 	delete(c.peers, source)
 	for i, x := range c.peerList {
 		if x == p {
-			c.peerList = append(c.peerList[:i], c.peerList[i+1:]...)
+			c.peerList = slices.Delete(c.peerList, i, i+1)
 			return
 		}
 	}
