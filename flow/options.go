@@ -49,7 +49,7 @@ func (c *config) derive() {
 		c.dropAfter = c.staleAfter
 	}
 	if c.idleRetune == 0 {
-		c.idleRetune = c.staleAfter
+		c.idleRetune = c.sync
 	}
 }
 
@@ -132,5 +132,6 @@ func DropAfter(d time.Duration) Option { return optFunc(func(c *config) { c.drop
 
 // IdleRetune sets how often a controller whose lanes are open but see no
 // traffic is visited anyway (see Tree.Tune), so that their next event is
-// decided on a picture at most that old. Default: StaleAfter.
+// decided, and its Snapshot tells, a picture at most that old. Default:
+// the sync interval.
 func IdleRetune(d time.Duration) Option { return optFunc(func(c *config) { c.idleRetune = d }) }
