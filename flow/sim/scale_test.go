@@ -22,9 +22,9 @@ import (
 //
 // TestScaleSmall (10,000 budgets over 8 nodes, 20 s) runs by default, in
 // about a second. TestScale (100,000 budgets over 64 nodes, 60 s of
-// virtual time, 64,000 events/s) took 2.5 minutes and 8 GB of memory on 2
-// shared cores (64 trees of 100,000 definitions, and the exchange's
-// 760,000 reports, in one process): it runs only with
+// virtual time, 64,000 events/s) took 2.5 to 4.5 minutes and 8 to 9 GB of
+// memory on 2 shared cores (64 trees of 100,000 definitions, and the
+// exchange's 760,000 reports, in one process): it runs only with
 // THROTTLER_SCALE_SIM=1:
 //
 //	THROTTLER_SCALE_SIM=1 go test ./flow/sim -run TestScale$ -v
@@ -69,86 +69,91 @@ type scaleNode struct {
 	reps   []flow.Report
 }
 
-func runScale(t *testing.T, sp scaleSpec) scaleResult {
-	t.Helper()
-	step, sync := int64(100*time.Millisecond), int64(time.Second)
-	e0, dur := epoch.UnixNano(), int64(sp.duration)
-	// Zipf weights, for the targets and the truth of who is busiest.
-	weights := make([]float64, sp.budgets)
+const (
+	scaleStep = int64(100 * time.Millisecond)
+	scaleSync = int64(time.Second)
+	scaleTop  = 10 // the busiest budgets, whose pacing is checked
+)
+
+// scaleBudgets returns the budgets (each a window over the whole run with
+// a target of passFraction of its expected traffic) and each budget's
+// share of the traffic.
+func scaleBudgets(sp scaleSpec) ([]flow.Budget, []float64) {
+	shares := make([]float64, sp.budgets)
 	var h float64
-	for k := range weights {
-		weights[k] = math.Pow(1+float64(k), -sp.zipf)
-		h += weights[k]
+	for k := range shares {
+		shares[k] = math.Pow(1+float64(k), -sp.zipf)
+		h += shares[k]
 	}
 	total := sp.rate * float64(sp.nodes) * sp.duration.Seconds()
 	budgets := make([]flow.Budget, sp.budgets)
-	names := make([][]byte, sp.budgets)
 	for k := range budgets {
+		shares[k] /= h
 		budgets[k] = flow.Budget{Name: fmt.Sprintf("b%06d", k), Begin: epoch, End: epoch.Add(sp.duration),
-			Target: sp.passFraction * total * weights[k] / h}
-		names[k] = []byte(budgets[k].Name)
+			Target: sp.passFraction * total * shares[k]}
+	}
+	return budgets, shares
+}
+
+// newScaleNode is node i: a tree of every budget and its sources, each
+// restoring its lanes from what it published.
+func newScaleNode(t *testing.T, sp scaleSpec, i int, budgets []flow.Budget, ex flow.Exchange) *scaleNode {
+	tree, err := flow.NewTree(budgets, flow.PriorShare(1/float64(sp.nodes)), flow.Peers(ex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &scaleNode{tree: tree, rng: rand.New(rand.NewPCG(sp.seed, uint64(i)+1)),
+		phase: (scaleSync * int64(i) / int64(sp.nodes)) / scaleStep * scaleStep}
+	n.zipf = rand.NewZipf(n.rng, sp.zipf, 1, uint64(sp.budgets-1))
+	for s := range sp.sources {
+		ledger := map[string]flow.Report{}
+		src, err := tree.Open(fmt.Sprintf("n%02d/%d", i, s), epoch, func(b string) (flow.Report, bool) {
+			r, ok := ledger[b]
+			return r, ok
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.srcs = append(n.srcs, src)
+		n.ledger = append(n.ledger, ledger)
+		n.seen = append(n.seen, make([]int32, sp.budgets))
+	}
+	return n
+}
+
+func runScale(t *testing.T, sp scaleSpec) scaleResult {
+	t.Helper()
+	e0, dur := epoch.UnixNano(), int64(sp.duration)
+	budgets, shares := scaleBudgets(sp)
+	names := make([][]byte, sp.budgets)
+	for k, b := range budgets {
+		names[k] = []byte(b.Name)
 	}
 	ex := newLossyExchange(0, 0, sp.seed)
 	nodes := make([]*scaleNode, sp.nodes)
 	for i := range nodes {
-		tree, err := flow.NewTree(budgets, flow.PriorShare(1/float64(sp.nodes)), flow.Peers(ex))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &scaleNode{tree: tree, rng: rand.New(rand.NewPCG(sp.seed, uint64(i)+1)),
-			phase: (sync * int64(i) / int64(sp.nodes)) / step * step}
-		n.zipf = rand.NewZipf(n.rng, sp.zipf, 1, uint64(sp.budgets-1))
-		for s := range sp.sources {
-			ledger := map[string]flow.Report{}
-			src, err := tree.Open(fmt.Sprintf("n%02d/%d", i, s), epoch, func(b string) (flow.Report, bool) {
-				r, ok := ledger[b]
-				return r, ok
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n.srcs = append(n.srcs, src)
-			n.ledger = append(n.ledger, ledger)
-			n.seen = append(n.seen, make([]int32, sp.budgets))
-		}
-		nodes[i] = n
+		nodes[i] = newScaleNode(t, sp, i, budgets, ex)
 	}
-	var res scaleResult
-	res.heapSetup = liveHeap()
-	const top = 10
-	passed := make([]float64, top)
-	maxDev := make([]float64, top)
-	for t0 := e0; t0 < e0+dur; t0 += step {
+	res := scaleResult{heapSetup: liveHeap()}
+	passed := make([]float64, scaleTop)
+	maxDev := make([]float64, scaleTop)
+	for t0 := e0; t0 < e0+dur; t0 += scaleStep {
 		ex.advance(t0)
-		if (t0-e0)%sync == 0 && t0 > e0 {
-			for k := range top {
+		if (t0-e0)%scaleSync == 0 && t0 > e0 {
+			for k := range scaleTop {
 				ideal := budgets[k].Target * float64(t0-e0) / float64(dur)
 				maxDev[k] = max(maxDev[k], math.Abs(passed[k]-ideal)/budgets[k].Target)
 			}
 		}
 		for _, n := range nodes {
 			now := time.Unix(0, t0)
-			if (t0-e0-n.phase)%sync == 0 {
+			if (t0-e0-n.phase)%scaleSync == 0 {
 				n.publish(t, now, sp.idleFor, ex, &res)
 				n.tree.Sync(now, ex)
 			} else {
 				n.tree.Tune(now)
 			}
-			k := int(sp.rate * float64(step) / 1e9)
-			for j := range k {
-				b := int(n.zipf.Uint64())
-				s := j % sp.sources
-				te := time.Unix(0, t0+step*int64(j)/int64(k))
-				v := n.srcs[s].Get(names[b], te).Decide(te, 0)
-				res.decisions++
-				if n.seen[s][b] != n.syncs+1 {
-					n.seen[s][b] = n.syncs + 1
-					res.touched++
-				}
-				if v.Pass && b < top {
-					passed[b]++
-				}
-			}
+			n.offer(sp, t0, names, passed, &res)
 		}
 	}
 	for _, n := range nodes { // a last sync publishes the last events
@@ -163,12 +168,34 @@ func runScale(t *testing.T, sp scaleSpec) scaleResult {
 		res.exPairs += len(m)
 	}
 	runtime.KeepAlive(nodes)
-	for k := range top {
-		res.top = append(res.top, topBudget{name: budgets[k].Name, target: budgets[k].Target, achieved: passed[k],
-			finalError: (passed[k] - budgets[k].Target) / budgets[k].Target, maxDev: maxDev[k],
-			offeredPerSec: sp.rate * float64(sp.nodes) * weights[k] / h, share: weights[k] / h})
+	for k := range scaleTop {
+		b := budgets[k]
+		res.top = append(res.top, topBudget{name: b.Name, target: b.Target, achieved: passed[k],
+			finalError: (passed[k] - b.Target) / b.Target, maxDev: maxDev[k],
+			offeredPerSec: sp.rate * float64(sp.nodes) * shares[k], share: shares[k]})
 	}
 	return res
+}
+
+// offer decides the node's events of the step starting at t0, budgets
+// drawn from the Zipf law, sources in turn, and counts the passes of the
+// busiest budgets and the (budget, source) pairs with events.
+func (n *scaleNode) offer(sp scaleSpec, t0 int64, names [][]byte, passed []float64, res *scaleResult) {
+	k := int(sp.rate * float64(scaleStep) / 1e9)
+	for j := range k {
+		b := int(n.zipf.Uint64())
+		s := j % sp.sources
+		te := time.Unix(0, t0+scaleStep*int64(j)/int64(k))
+		v := n.srcs[s].Get(names[b], te).Decide(te, 0)
+		res.decisions++
+		if n.seen[s][b] != n.syncs+1 {
+			n.seen[s][b] = n.syncs + 1
+			res.touched++
+		}
+		if v.Pass && b < scaleTop {
+			passed[b]++
+		}
+	}
 }
 
 // publish is a node's sync: each source lists its changed lanes, which go
