@@ -21,7 +21,7 @@ import (
 // changed since its last sync.
 //
 // TestScaleSmall (10,000 budgets over 8 nodes, 20 s) runs by default, in
-// about a second. TestScale (100,000 budgets over 64 nodes, 60 s of
+// one to three seconds. TestScale (100,000 budgets over 64 nodes, 60 s of
 // virtual time, 64,000 events/s) took 2.5 to 4.5 minutes and 8 to 9 GB of
 // memory on 2 shared cores (64 trees of 100,000 definitions, and the
 // exchange's 760,000 reports, in one process): it runs only with
