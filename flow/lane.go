@@ -52,8 +52,8 @@ type Lane struct {
 	c      *Controller
 	parent *Lane
 	src    *Source
-	source string
-	since  int64
+	last   int64 // the last event's instant (Source.Release)
+	dirty  bool  // counters changed since Source.Changed listed them
 
 	// Counters, written only by the lane's goroutine (load+store, no
 	// read-modify-write needed) and read by the controller.
@@ -75,11 +75,11 @@ type Lane struct {
 	sched      *schedule // the schedule periodEnd was computed by
 	gen        uint64    // the controller's definition the lane follows
 	retryAt    int64     // delay budgets: when the last delayed event may pass
-	last       int64     // the last event's instant (Source.Release)
-	dirty      bool      // counters changed since Source.Changed listed them
-	pending    bool      // listed, not yet Published (or Unpublished)
-	kids       int32     // open lanes of this source whose parent this is
-	idx        int       // in the source's list of open lanes
+	source     string
+	since      int64
+	pending    bool  // listed, not yet Published (or Unpublished)
+	kids       int32 // open lanes of this source whose parent this is
+	idx        int   // in the source's list of open lanes
 
 	// Owned by the controller (under its mutex).
 	seenOff, seenPass uint64
