@@ -13,6 +13,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/control"
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/controlfeed"
 	"github.com/throttler/throttler/internal/testwait"
 	"github.com/throttler/throttler/pipeline"
@@ -92,7 +93,7 @@ func TestControlTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied("add c", write(k, v), func(w *Worker) bool { return w.tree.Controller("c") != nil })
+	applied("add c", write(k, v), func(w *Worker) bool { return hasBudget(w.tree, "c") })
 
 	// Change one of theirs: the controller keeps its counters.
 	a := w1Budget(ws[0].w, "a")
@@ -101,7 +102,7 @@ func TestControlTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied("change a's target", write(k, v), func(w *Worker) bool { return w.tree.Controller("a").Budget().Target == 7777 })
+	applied("change a's target", write(k, v), func(w *Worker) bool { b, _ := w.tree.Budget("a"); return b.Target == 7777 })
 	// Its new definition reaches the stats topic (what throttler status
 	// reads) at the next sync.
 	applied("a's new definition in the stats view (timed from the trees' change)", time.Now(), func(w *Worker) bool {
@@ -144,7 +145,7 @@ func TestControlTopic(t *testing.T) {
 		return controlRecords(t, w, "invalid") == 1
 	})
 	for _, w := range ws {
-		if c := w.w.tree.Controller("c"); c == nil || c.Budget().Target != 1e6 {
+		if c, ok := w.w.tree.Budget("c"); !ok || c.Target != 1e6 {
 			t.Fatal("a bad record changed budget c")
 		}
 	}
@@ -154,7 +155,7 @@ func TestControlTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied("delete c", write(k, v), func(w *Worker) bool { return w.tree.Controller("c") == nil })
+	applied("delete c", write(k, v), func(w *Worker) bool { return !hasBudget(w.tree, "c") })
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: "events", Partition: int32(i % inputPartitions), Key: recs[i].Key, Value: recs[i].Value}
 	}
@@ -179,15 +180,20 @@ func TestControlTopic(t *testing.T) {
 	// budgets as the others, although its config is theirs.
 	w3 := env.startWorker(t, "w3", WithTopics(topics), SyncInterval(syncInterval), follow)
 	waitReady(t, w3.w)
-	if c, a := w3.w.tree.Controller("c"), w3.w.tree.Controller("a"); c != nil || a == nil || a.Budget().Target != 7777 {
+	if a, ok := w3.w.tree.Budget("a"); hasBudget(w3.w.tree, "c") || !ok || a.Target != 7777 {
 		t.Fatalf("a new worker's budgets: %+v", w3.w.tree.Budgets())
 	}
 }
 
 // w1Budget returns a worker's budget name as a config budget.
 func w1Budget(w *Worker, name string) config.Budget {
-	b := w.tree.Controller(name).Budget()
+	b, _ := w.tree.Budget(name)
 	return config.Budget{Name: b.Name, Target: b.Target, Begin: b.Begin, End: b.End, Reserve: b.Reserve, Period: b.Period, Kind: config.KindPasses, Scored: b.Scored, Parent: b.Parent}
+}
+
+func hasBudget(tree *flow.Tree, name string) bool {
+	_, ok := tree.Budget(name)
+	return ok
 }
 
 // waitOwned waits until every worker owns input partitions.

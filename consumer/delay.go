@@ -210,8 +210,8 @@ func (w *Worker) unpauseLocked(tp topicPartition, ps paused, now time.Time) {
 // twentieth of the shortest delay period, between 10 ms and 500 ms.
 func (w *Worker) delayClientOpts() []kgo.Opt {
 	var shortest time.Duration
-	for _, c := range w.tree.Controllers() {
-		if b := c.Budget(); b.Delay && (shortest == 0 || b.Period < shortest) {
+	for _, b := range w.tree.Budgets() {
+		if b.Delay && (shortest == 0 || b.Period < shortest) {
 			shortest = b.Period
 		}
 	}

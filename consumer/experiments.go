@@ -259,8 +259,8 @@ func (w *Worker) definitionRecords(now time.Time) {
 		w.defsPending[k] = string(cmp)
 		w.produce(rec)
 	}
-	for _, c := range w.tree.Controllers() {
-		d := stats.BudgetDef{Budget: c.Budget(), Origin: w.cfg.txnID}
+	for _, b := range w.tree.Budgets() {
+		d := stats.BudgetDef{Budget: b, Origin: w.cfg.txnID}
 		_, cmp, err := stats.EncodeBudgetDef(d)
 		if err != nil {
 			w.log.Error().Err(err).Msg("encode budget definition")

@@ -47,6 +47,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		return err
 	}
+	// Controllers created when partitions open their lanes read their
+	// peers from the view at once.
+	w.tree.SetExchange(viewExchange{w.view})
 	w.tree.Sync(w.cfg.now(), viewExchange{w.view})
 
 	loopCtx, stop := context.WithCancel(ctx)

@@ -129,7 +129,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 		return nil, &ConfigError{Option: "decoder", Reason: "the decoder lists no budgets"}
 	}
 	for _, b := range budgets {
-		if tree.Controller(b) == nil {
+		if _, ok := tree.Budget(b); !ok {
 			return nil, &ConfigError{Option: "decoder", Reason: "budget " + b + " is not in the flow tree"}
 		}
 	}
@@ -179,7 +179,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 func (w *Worker) newPipeline() (*pipeline.Pipeline, error) {
 	c := &w.cfg
 	for _, l := range c.variantLimits {
-		if w.tree.Controller(l.Budget) == nil {
+		if _, ok := w.tree.Budget(l.Budget); !ok {
 			return nil, &ConfigError{Option: "WithVariantLimits", Reason: "budget " + l.Budget + " of variant " + l.Layer + "/" + l.Experiment + "/" + l.Variant + " is not in the flow tree"}
 		}
 	}

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -36,14 +37,32 @@ type params struct {
 
 // Controller paces one budget on one node. Its lanes decide; the
 // controller re-tunes them from their counters and from peers' reports.
-// All methods are safe for concurrent use; lanes are not (one goroutine
-// each).
+//
+// A Tree creates a budget's controller when a source of the node opens
+// the budget's first lane (or a lane of one of its children), and drops it
+// some time after the last lane closed (see Tree); a pointer kept after
+// that still answers, frozen. There is no useful zero value. All methods
+// are safe for concurrent use; lanes are not (one goroutine each).
 type Controller struct {
 	name   string // the budget's name, which never changes
 	cfg    *config
-	parent *Controller // changed by Tree.Update, under the tree's mutex
+	tree   *Tree
 	params atomic.Pointer[params]
+	busy   atomic.Bool           // a lane counted something since the last visit
 	quota  atomic.Pointer[quota] // delay budgets: this node's allowance
+
+	// Lifecycle, under the tree's mutex: the definition (nil once deleted
+	// or dropped), the index in the tree's active list (-1 when not in
+	// it), the instant of the controller's entry in the tree's due queue
+	// (math.MaxInt64: none), and whether it waits for the next Sync.
+	def     *def
+	idx     int
+	dueAt   int64
+	pending bool
+	// Under the tree's visit mutex: the round that last visited it, and
+	// whether it was busy then.
+	stamp   uint64
+	wasBusy bool
 
 	mu    sync.Mutex
 	b     Budget
@@ -70,6 +89,12 @@ type Controller struct {
 	idealRate  float64 // ideal pass rate
 	tuned      bool
 	snap       Snapshot
+
+	// lifecycle, under mu: the last visit, the last read of the peers,
+	// when the last lane closed, and a visit asked for (Tree.SetShare)
+	lastVisit, synced, emptySince int64
+	tunedAt                       int64 // the last tune (the score sketch decays by the time since)
+	forced                        bool
 }
 
 // peer is the controller's memory of a source another node owns.
@@ -88,6 +113,8 @@ func newController(b Budget, cfg *config) *Controller {
 		lanes: map[string]*Lane{},
 		peers: map[string]*peer{},
 		share: cfg.priorShare,
+		idx:   -1,
+		dueAt: math.MaxInt64,
 	}
 	c.define(b)
 	prm := &params{cut: math.Inf(1), nextCut: math.Inf(1), cold: true}
@@ -141,14 +168,15 @@ func (c *Controller) redefine(b Budget, t int64) {
 }
 
 // adapt brings a lane of this controller in line with the controller's
-// current definition, from the lane's goroutine (Source.Refresh). A lane
-// whose period changed shape is re-indexed into the period holding t and
-// keeps the counts of the period it was in.
-func (c *Controller) adapt(l *Lane, t int64) {
+// current definition, from the lane's goroutine (Source.Refresh), and
+// reports whether the lane had to change. A lane whose period changed
+// shape is re-indexed into the period holding t and keeps the counts of
+// the period it was in.
+func (c *Controller) adapt(l *Lane, t int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l.gen == c.gen {
-		return
+		return false
 	}
 	l.gen = c.gen
 	switch {
@@ -160,9 +188,10 @@ func (c *Controller) adapt(l *Lane, t int64) {
 	s := c.lsch
 	if l.sched.periodic == s.periodic && l.sched.anchor == s.anchor && l.sched.length == s.length {
 		l.sched = s
-		return
+		return true
 	}
 	l.moveTo(t, s, true)
+	return true
 }
 
 // Budget returns the controller's budget.
@@ -179,7 +208,7 @@ func (c *Controller) Name() string { return c.name }
 func (c *Controller) open(source string, t int64, r *Report) *Lane {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := &Lane{c: c, source: source, since: t, periodEnd: math.MaxInt64, gen: c.gen, sched: c.lsch}
+	l := &Lane{c: c, source: source, since: t, last: t, periodEnd: math.MaxInt64, gen: c.gen, sched: c.lsch}
 	if c.b.Scored {
 		l.sk = newLaneSketch()
 	}
@@ -230,8 +259,8 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 }
 
 // close stops counting a lane; its last report stands for the source until
-// a new owner publishes.
-func (c *Controller) close(l *Lane, t int64) Report {
+// a new owner publishes. It reports whether no lane is left.
+func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := l.report(t)
@@ -240,13 +269,16 @@ func (c *Controller) close(l *Lane, t int64) Report {
 		delete(c.lanes, l.source)
 		for i, x := range c.laneList {
 			if x == l {
-				c.laneList = append(c.laneList[:i], c.laneList[i+1:]...)
+				c.laneList = slices.Delete(c.laneList, i, i+1) // clears the freed slot
 				break
 			}
 		}
 		c.addPeer(&peer{source: l.source, rep: r, at: t})
+		if len(c.laneList) == 0 {
+			c.emptySince = t
+		}
 	}
-	return r
+	return r, len(c.laneList) == 0
 }
 
 func (c *Controller) addPeer(p *peer) {
@@ -263,7 +295,7 @@ func (c *Controller) dropPeer(source string) {
 	delete(c.peers, source)
 	for i, x := range c.peerList {
 		if x == p {
-			c.peerList = append(c.peerList[:i], c.peerList[i+1:]...)
+			c.peerList = slices.Delete(c.peerList, i, i+1)
 			return
 		}
 	}
@@ -278,10 +310,9 @@ func (c *Controller) reports(t int64, dst []Report) []Report {
 	return dst
 }
 
-// sync takes in peers' latest reports, then re-tunes.
-func (c *Controller) sync(t int64, reps []Report) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// syncLocked takes in peers' latest reports, then re-tunes. Called under
+// c.mu.
+func (c *Controller) syncLocked(t int64, reps []Report) {
 	for _, r := range reps {
 		if _, own := c.lanes[r.Source]; own {
 			continue
@@ -311,12 +342,6 @@ func (c *Controller) sync(t int64, reps []Report) {
 		p.rep, p.at = r, at
 	}
 	c.tuneLocked(t, true)
-}
-
-func (c *Controller) tune(t int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.tuneLocked(t, false)
 }
 
 // Snapshot returns the controller's quantities as of its last tune.

@@ -211,6 +211,10 @@ func TestPeriodRollAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if other.Reports(at(30*time.Second), nil) != nil {
+		t.Fatal("a lane before the budget's first event")
+	}
+	s2.Lane("p") // its first event opens it
 	r := other.Reports(at(30*time.Second), nil)
 	if len(r) != 1 || r[0].Total != reps[0].Total || !r[0].Since.Equal(reps[0].Since) {
 		t.Fatalf("restored %+v, want %+v", r, reps[0])
@@ -218,7 +222,6 @@ func TestPeriodRollAndRestore(t *testing.T) {
 	if _, err := other.Open("p0", at(30*time.Second), nil); !errors.Is(err, ErrSourceOpen) {
 		t.Fatalf("second open: %v", err)
 	}
-	_ = s2
 }
 
 // The ideal curve of the schedule, at fixed instants.

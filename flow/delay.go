@@ -48,6 +48,7 @@ type quota struct {
 // decideDelay is Decide for a delay budget.
 func (l *Lane) decideDelay(t int64, prm *params) Verdict {
 	c := l.c
+	l.last = t // a delayed event is not counted, but the lane is in use
 	delayed := Verdict{Reason: ReasonDelayed, By: c.name}
 	if t < prm.begin {
 		l.retryAt = prm.begin
@@ -74,6 +75,7 @@ func (l *Lane) decideDelay(t int64, prm *params) Verdict {
 	}
 	l.offered.Store(l.offered.Load() + 1)
 	l.passed.Store(l.passed.Load() + 1)
+	l.touch(t)
 	return Verdict{Pass: true}
 }
 

@@ -38,14 +38,22 @@ type Verdict struct {
 }
 
 // Lane is one source's (one partition's) door into one budget: the hot path.
-// A Lane must be used by one goroutine at a time (the partition's); it takes
-// no lock, and the controller reads its counters with atomic loads, so
-// many lanes of one controller decide in parallel without contention.
+// A Lane must be used by one goroutine at a time (the goroutine of its
+// Source); it takes no lock, and the controller reads its counters with
+// atomic loads, so many lanes of one controller decide in parallel without
+// contention.
+//
+// Lanes come from Source.Lane or Source.Get; there is no useful zero value.
+// A lane closed by its source (Source.Release, Source.Refresh after its
+// budget was deleted, Tree.Close) still answers, with the last parameters
+// its controller published, but counts for nobody: take the lane from the
+// source again.
 type Lane struct {
 	c      *Controller
 	parent *Lane
-	source string
-	since  int64
+	src    *Source
+	last   int64 // the last event's instant (Source.Release)
+	dirty  bool  // counters changed since Source.Changed listed them
 
 	// Counters, written only by the lane's goroutine (load+store, no
 	// read-modify-write needed) and read by the controller.
@@ -67,6 +75,11 @@ type Lane struct {
 	sched      *schedule // the schedule periodEnd was computed by
 	gen        uint64    // the controller's definition the lane follows
 	retryAt    int64     // delay budgets: when the last delayed event may pass
+	source     string
+	since      int64
+	pending    bool  // listed, not yet Published (or Unpublished)
+	kids       int32 // open lanes of this source whose parent this is
+	idx        int   // in the source's list of open lanes
 
 	// Owned by the controller (under its mutex).
 	seenOff, seenPass uint64
@@ -111,6 +124,7 @@ func (l *Lane) want(t int64, score float64) Reason {
 	// Events outside the window count as offered too: the controller
 	// knows the traffic (and its scores) when the window opens.
 	l.offered.Store(l.offered.Load() + 1)
+	l.touch(t)
 	if l.sk != nil && score == score { // NaN is never counted
 		l.sk.add(score)
 	}
@@ -127,8 +141,10 @@ func (l *Lane) want(t int64, score float64) Reason {
 		p, cut = prm.nextP, prm.nextCut
 	case prm.exhausted:
 		return ReasonExhausted
-	case t > prm.until && !prm.cold:
-		// The controller is late: pace at the ideal fraction, no catch-up.
+	case t > prm.until && !prm.cold && t > l.c.tree.alive.Load():
+		// The tuner is late: pace at the ideal fraction, no catch-up. (A
+		// controller it skips because its lanes were idle keeps its
+		// parameters while the tuner runs: see Tree.Tune.)
 		p, cut = prm.nextP, prm.nextCut
 	}
 	if prm.cold {
@@ -215,6 +231,23 @@ func (l *Lane) Reward(now time.Time, value float64) {
 		l.roll(t, l.c.params.Load().sched)
 	}
 	l.rewards.Store(math.Float64bits(math.Float64frombits(l.rewards.Load()) + value))
+	l.touch(t)
+}
+
+// touch notes an event at t: for Source.Release, for Source.Changed, and
+// for the tree's next visit (Tree.Tune) of the lane's controller and its
+// ancestors (traffic under a budget keeps it tuned, even when a child
+// rejects it before it reaches the budget's own lane).
+func (l *Lane) touch(t int64) {
+	l.last = t
+	if !l.dirty {
+		l.src.changed(l)
+	}
+	if !l.c.busy.Load() {
+		for x := l; x != nil; x = x.parent {
+			x.c.markBusy()
+		}
+	}
 }
 
 // Source is the name of the lane's source.

@@ -21,6 +21,9 @@ type config struct {
 	scoreMemory time.Duration
 	priorShare  float64
 	maxDelay    time.Duration
+	ex          Exchange
+	dropAfter   time.Duration
+	idleRetune  time.Duration
 }
 
 func defaultCfg() config {
@@ -42,6 +45,12 @@ func (c *config) derive() {
 	if c.staleAfter == 0 {
 		c.staleAfter = 3 * c.sync
 	}
+	if c.dropAfter == 0 {
+		c.dropAfter = c.staleAfter
+	}
+	if c.idleRetune == 0 {
+		c.idleRetune = c.sync
+	}
 }
 
 func (c *config) validate() error {
@@ -62,6 +71,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("flow: prior share must be in (0, 1], got %v", c.priorShare)
 	case c.maxDelay < 0:
 		return fmt.Errorf("flow: max reward delay must not be negative, got %v", c.maxDelay)
+	case c.dropAfter < 0:
+		return fmt.Errorf("flow: drop-after must not be negative, got %v", c.dropAfter)
+	case c.idleRetune < 0:
+		return fmt.Errorf("flow: idle retune interval must not be negative, got %v", c.idleRetune)
 	}
 	return nil
 }
@@ -101,3 +114,24 @@ func PriorShare(f float64) Option { return optFunc(func(c *config) { c.priorShar
 // MaxRewardDelay bounds the reward delay that reward budgets estimate.
 // Default 30s.
 func MaxRewardDelay(d time.Duration) Option { return optFunc(func(c *config) { c.maxDelay = d }) }
+
+// Peers sets the Exchange a controller reads its peers' reports from when
+// it is created (its budget's first lane on this node opens) and when a
+// Tune finds its last read StaleAfter old, so that its first decisions
+// after a start or an idle spell know the cluster. Sync reads from the
+// exchange it is given. Tree.SetExchange sets it later. Default: none (a
+// new controller starts from local traffic and reads its peers at the next
+// Sync).
+func Peers(ex Exchange) Option { return optFunc(func(c *config) { c.ex = ex }) }
+
+// DropAfter sets how long a controller whose lanes all closed is kept,
+// with its measured rates, peers and score distribution, before it is
+// dropped: a source that closes and opens again within it (a rolled back
+// transaction, a quick rebalance) finds it as it was. Default: StaleAfter.
+func DropAfter(d time.Duration) Option { return optFunc(func(c *config) { c.dropAfter = d }) }
+
+// IdleRetune sets how often a controller whose lanes are open but see no
+// traffic is visited anyway (see Tree.Tune), so that their next event is
+// decided, and its Snapshot tells, a picture at most that old. Default:
+// the sync interval.
+func IdleRetune(d time.Duration) Option { return optFunc(func(c *config) { c.idleRetune = d }) }

@@ -11,24 +11,58 @@ import (
 // ErrSourceOpen is returned by Tree.Open for a source that is already open.
 var ErrSourceOpen = errors.New("flow: source already open")
 
-// Tree holds one controller per budget of a node, each linked to its
-// parent: an event of a budget passes only if it fits every level up to the
-// root. The budgets can be changed while the tree runs (Update). All methods
-// are safe for concurrent use.
+// Tree holds the budgets of a node, each linked to its parent: an event of
+// a budget passes only if it fits every level up to the root. The budgets
+// can be changed while the tree runs (Apply, Update).
+//
+// Its cost follows activity, not the number of budgets B:
+//
+//   - every budget has a definition (a few hundred bytes, no controller,
+//     no lane);
+//   - a budget gets a Controller when a source of this node opens its
+//     first lane, or a lane of one of its children (lanes open on a
+//     budget's first event on a source, see Source.Get). The new
+//     controller reads its peers' reports from the Exchange at once (Peers,
+//     SetExchange) and tunes, so that its first decisions know the
+//     cluster;
+//   - a controller whose last lane closed is kept for DropAfter (a source
+//     that reopens meanwhile finds it as it was), then dropped;
+//   - Tune and Sync visit only the controllers that had traffic or are due
+//     (see Tune); Apply costs O(changes × depth); each source follows a
+//     change in O(changes since its last Refresh).
+//
+// The zero value is not usable: create a Tree with NewTree. All methods are
+// safe for concurrent use.
 type Tree struct {
-	cfg config
-	mu  sync.Mutex // serialises Update, Open, Close and Source.Refresh
-	st  atomic.Pointer[treeState]
+	cfg   config
+	ex    atomic.Pointer[exchangeRef]
+	alive atomic.Int64 // the tuner ran recently enough for parameters until then
+
+	// mu guards the definitions, the active controllers, the open
+	// sources, the due queue and the controllers waiting for a Sync.
+	mu      sync.RWMutex
+	defs    defTable
+	version atomic.Uint64 // defs.version, for Source.Refresh without the lock
+	active  []*Controller // by Controller.idx
+	sources map[string]*Source
+	due     dueQueue
+	pending []*Controller
+
+	busyMu sync.Mutex
+	busy   []*Controller // marked by their lanes since the last visit round
+
+	visitMu   sync.Mutex // one visit round (Tune, Sync) at a time
+	rounds    uint64
+	lastRound int64
+	visitBuf  []*Controller
+	spare     []*Controller
+	reps      []Report
 }
 
-// treeState is one version of the tree's budgets; immutable once stored.
-type treeState struct {
-	version uint64
-	ctrls   map[string]*Controller
-	order   []*Controller // parents before children
-}
+type exchangeRef struct{ ex Exchange }
 
-// NewTree validates the budgets and creates their controllers.
+// NewTree validates the budgets and creates the tree. No controller exists
+// until a source opens a lane.
 func NewTree(budgets []Budget, opts ...Option) (*Tree, error) {
 	cfg := defaultCfg()
 	for _, o := range opts {
@@ -42,17 +76,16 @@ func NewTree(budgets []Budget, opts ...Option) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{cfg: cfg}
-	st := &treeState{ctrls: make(map[string]*Controller, len(budgets))}
-	for _, i := range order {
-		c := newController(budgets[i], &t.cfg)
-		if p := budgets[i].Parent; p != "" {
-			c.parent = st.ctrls[p]
-		}
-		st.ctrls[c.name] = c
-		st.order = append(st.order, c)
+	t := &Tree{cfg: cfg, sources: map[string]*Source{}}
+	t.defs.byName = make(map[string]*def, len(budgets))
+	for _, i := range order { // parents first
+		x := &def{b: budgets[i]}
+		t.defs.insert(x)
+		t.linkParent(x)
 	}
-	t.st.Store(st)
+	if cfg.ex != nil {
+		t.SetExchange(cfg.ex)
+	}
 	return t, nil
 }
 
@@ -107,7 +140,7 @@ func plan(budgets []Budget) ([]int, error) {
 	return order, nil
 }
 
-// Changes lists what an Update did, by budget name.
+// Changes lists what an Update or an Apply did, by budget name.
 type Changes struct {
 	Added, Changed, Deleted []string
 }
@@ -115,247 +148,290 @@ type Changes struct {
 // Empty reports whether the update changed nothing.
 func (c Changes) Empty() bool { return len(c.Added)+len(c.Changed)+len(c.Deleted) == 0 }
 
-// Update replaces the tree's budgets with budgets while the tree runs. The
-// set is validated as a whole, as NewTree does; on an error nothing
-// changes.
+// Apply changes some of the tree's budgets while the tree runs, in
+// O(len(changes) × depth of the tree): the budgets the changes name are
+// added, replaced or deleted, the others stay. The changes are validated
+// together, against the tree: each budget's fields, parents that exist
+// after the changes and form no cycle, no budget deleted while another
+// still names it as its parent, no delay budget as a parent, a name at most
+// once. On an error nothing changes. A change to a budget's identical
+// definition changes nothing.
 //
-//   - A budget whose definition changed keeps its controller: its counters,
-//     its peers' reports and its measured rates stay, and it is re-tuned at
-//     once from them under the new definition (a new target or window is
-//     paced from what was already achieved). Counts of the current period
-//     carry over when the period or window itself changes.
-//   - A new budget gets a controller; its lanes appear on every open source
-//     at that source's next Refresh.
-//   - A budget left out is deleted: its lanes stop deciding at their
-//     source's next Refresh. A budget that is still some budget's parent
-//     cannot be deleted (the set is invalid).
+//   - A budget whose definition changed keeps its controller (if it has
+//     one on this node): its counters, its peers' reports and its measured
+//     rates stay, and it is re-tuned at once from them under the new
+//     definition (a new target or window is paced from what was already
+//     achieved). Counts of the current period carry over when the period
+//     or window itself changes.
+//   - A new budget's lanes open on its first event on each source.
+//   - A deleted budget's controller stops: its lanes stop deciding at their
+//     source's next Refresh.
 //
-// Lanes belong to their source's goroutine, so Update never touches them:
+// Lanes belong to their source's goroutine, so Apply never touches them:
 // each source picks the change up in Source.Refresh, which its goroutine
-// calls between events. Controllers change at once.
+// calls between events. Controllers change at once. Each Apply that
+// changed something counts one more Version.
+func (t *Tree) Apply(changes []Change, now time.Time) (Changes, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.defs.check(changes); err != nil {
+		return Changes{}, err
+	}
+	return t.applyLocked(changes, now.UnixNano()), nil
+}
+
+// Update replaces the tree's budgets with budgets while the tree runs: the
+// set is validated as a whole, as NewTree does, then applied as the
+// changes (see Apply) that turn the tree's budgets into it. A budget left
+// out is deleted; a budget that is still some budget's parent cannot be
+// (the set is invalid). It costs O(len(budgets)) plus Apply's cost.
 func (t *Tree) Update(budgets []Budget, now time.Time) (Changes, error) {
 	order, err := plan(budgets)
 	if err != nil {
 		return Changes{}, err
 	}
-	n := now.UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.st.Load()
-	st := &treeState{version: old.version + 1, ctrls: make(map[string]*Controller, len(budgets))}
-	var ch Changes
+	in := make(map[string]bool, len(budgets))
+	var cs []Change
 	for _, i := range order {
 		b := budgets[i]
-		c := old.ctrls[b.Name]
-		switch {
-		case c == nil:
-			c = newController(b, &t.cfg)
-			ch.Added = append(ch.Added, b.Name)
-		case !sameBudget(c.Budget(), b):
-			c.redefine(b, n)
-			ch.Changed = append(ch.Changed, b.Name)
-		}
-		st.ctrls[b.Name] = c
-		st.order = append(st.order, c)
-	}
-	for _, c := range old.order {
-		if st.ctrls[c.name] != c {
-			ch.Deleted = append(ch.Deleted, c.name)
+		in[b.Name] = true
+		if x := t.defs.get(b.Name); x == nil || !sameBudget(x.b, b) {
+			cs = append(cs, Change{Budget: b})
 		}
 	}
-	if ch.Empty() {
-		return ch, nil
-	}
-	for _, c := range st.order {
-		c.parent = nil
-		if p := c.Budget().Parent; p != "" {
-			c.parent = st.ctrls[p]
+	for x := t.defs.head; x != nil; x = x.next {
+		if !in[x.b.Name] {
+			cs = append(cs, Change{Budget: Budget{Name: x.b.Name}, Delete: true})
 		}
 	}
-	t.st.Store(st)
-	return ch, nil
+	return t.applyLocked(cs, now.UnixNano()), nil
 }
 
-// Budgets returns the tree's budgets, parents before children.
-func (t *Tree) Budgets() []Budget {
-	st := t.st.Load()
-	out := make([]Budget, len(st.order))
-	for i, c := range st.order {
-		out[i] = c.Budget()
+// applyLocked applies validated changes. Called under t.mu.
+func (t *Tree) applyLocked(cs []Change, n int64) Changes {
+	var ch Changes
+	var relink []*def
+	bumped := false
+	for _, c := range cs {
+		name := c.Budget.Name
+		x := t.defs.get(name)
+		switch {
+		case c.Delete:
+			t.unlinkParent(x)
+			t.defs.remove(x)
+			t.orphan(x)
+			ch.Deleted = append(ch.Deleted, name)
+		case x == nil:
+			x = &def{b: c.Budget}
+			t.defs.insert(x)
+			relink = append(relink, x)
+			ch.Added = append(ch.Added, name)
+		case sameBudget(x.b, c.Budget):
+			continue
+		default:
+			t.unlinkParent(x)
+			x.b = c.Budget
+			relink = append(relink, x)
+			ch.Changed = append(ch.Changed, name)
+			if x.ctrl != nil {
+				x.ctrl.redefine(c.Budget, n)
+			}
+		}
+		if !bumped {
+			t.defs.version++
+			bumped = true
+		}
+		t.defs.logged(name)
 	}
-	return out
+	for _, x := range relink { // once every new budget exists
+		t.linkParent(x)
+	}
+	t.version.Store(t.defs.version)
+	return ch
+}
+
+func (t *Tree) linkParent(x *def) {
+	if p := x.b.Parent; p != "" {
+		x.parent = t.defs.get(p)
+		x.parent.kids++
+	}
+}
+
+func (t *Tree) unlinkParent(x *def) {
+	if x.parent != nil {
+		x.parent.kids--
+		x.parent = nil
+	}
+}
+
+// Budgets returns the tree's budgets, parents before children. It costs
+// O(B).
+func (t *Tree) Budgets() []Budget {
+	t.mu.Lock() // Budgets marks the definitions it walks
+	defer t.mu.Unlock()
+	return t.defs.budgets()
+}
+
+// Budget returns the definition of a budget, and whether the tree has it.
+func (t *Tree) Budget(name string) (Budget, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if x := t.defs.get(name); x != nil {
+		return x.b, true
+	}
+	return Budget{}, false
+}
+
+// Len returns the number of budgets.
+func (t *Tree) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.defs.len()
 }
 
 // Version counts the tree's updates: 0 at creation, one more for every
-// Update that changed something.
-func (t *Tree) Version() uint64 { return t.st.Load().version }
+// Update or Apply that changed something.
+func (t *Tree) Version() uint64 { return t.version.Load() }
 
-// Controller returns the controller of a budget, or nil.
-func (t *Tree) Controller(name string) *Controller { return t.st.Load().ctrls[name] }
+// Controller returns the controller of a budget while it has one on this
+// node (a lane of it, or of a child, is open here, or closed less than
+// DropAfter ago), or nil. Budget tells whether the tree has the budget.
+func (t *Tree) Controller(name string) *Controller {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if x := t.defs.get(name); x != nil {
+		return x.ctrl
+	}
+	return nil
+}
 
-// Controllers returns every controller, parents before children.
-func (t *Tree) Controllers() []*Controller { return t.st.Load().order }
+// Controllers returns the controllers the node has now (see Controller),
+// parents before children when activated together.
+func (t *Tree) Controllers() []*Controller {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return append([]*Controller(nil), t.active...)
+}
+
+// SetExchange sets the exchange controllers read their peers' reports from
+// when they are created and when they resume after missing syncs (see
+// Peers).
+func (t *Tree) SetExchange(ex Exchange) {
+	if ex == nil {
+		t.ex.Store(nil)
+		return
+	}
+	t.ex.Store(&exchangeRef{ex})
+}
+
+func (t *Tree) exchange() Exchange {
+	if r := t.ex.Load(); r != nil {
+		return r.ex
+	}
+	return nil
+}
 
 // SetShare sets this node's share of the cluster's traffic sources (e.g.
 // its assigned partitions over all partitions, or 1/N of N nodes). It is
 // used until peers' reports tell the real traffic, and whenever no peer is
-// heard from. Call it on every membership change.
+// heard from. Call it on every membership change. The controllers it
+// changes are visited at the next Tune or Sync.
 func (t *Tree) SetShare(f float64) {
 	if !(f > 0 && f <= 1) {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.cfg.priorShare = f // for controllers added later
-	for _, c := range t.st.Load().order {
+	t.cfg.priorShare = f // for controllers created later
+	for _, c := range t.active {
 		c.mu.Lock()
-		if c.share != f {
-			c.share, c.rewarm = f, true
+		changed := c.share != f
+		if changed {
+			c.share, c.rewarm, c.forced = f, true, true
 		}
 		c.mu.Unlock()
+		if changed {
+			t.schedule(c)
+		}
 	}
 }
 
-// Tune re-tunes every controller from local traffic; call it every tune
-// interval.
-func (t *Tree) Tune(now time.Time) {
-	n := now.UnixNano()
-	for _, c := range t.st.Load().order {
-		c.tune(n)
-	}
-}
-
-// Sync reads every budget's view from ex and re-tunes; call it every sync
-// interval, after publishing Reports.
-func (t *Tree) Sync(now time.Time, ex Exchange) {
-	n := now.UnixNano()
-	var buf []Report
-	for _, c := range t.st.Load().order {
-		buf = ex.View(c.name, buf[:0])
-		c.sync(n, buf)
-	}
-}
-
-// Reports appends the current report of every open source of every budget.
+// Reports appends the current report of every open lane of every
+// controller. It costs O(open lanes); Source.Changed lists only what
+// changed.
 func (t *Tree) Reports(now time.Time, dst []Report) []Report {
 	n := now.UnixNano()
-	for _, c := range t.st.Load().order {
+	for _, c := range t.Controllers() {
 		dst = c.reports(n, dst)
 	}
 	return dst
 }
 
-// Source is one source's set of lanes, one per budget. Like a Lane, it
-// belongs to one goroutine.
-type Source struct {
-	t       *Tree
-	name    string
-	version uint64 // the tree version the lanes follow
-	lanes   map[string]*Lane
+// activate creates the controller of budget x at n. Called under t.mu;
+// the caller runs activated once the lock is released.
+func (t *Tree) activate(x *def, n int64) *Controller {
+	c := newController(x.b, &t.cfg)
+	c.tree, c.def, c.idx = t, x, len(t.active)
+	c.lastVisit = n
+	t.active = append(t.active, c)
+	x.ctrl = c
+	return c
 }
 
-// Name returns the source's name.
-func (s *Source) Name() string { return s.name }
-
-// Lane returns the lane of a budget, or nil for an unknown budget.
-func (s *Source) Lane(budget string) *Lane { return s.lanes[budget] }
-
-// Open starts counting a source on this node. restore, if not nil, returns
-// the counters a budget had for this source when it was last committed
-// (so a partition that moves between nodes continues where it was).
-// Budgets restore knows nothing of start from zero; what it holds for
-// budgets the tree does not have is ignored.
-func (t *Tree) Open(source string, now time.Time, restore func(budget string) (Report, bool)) (*Source, error) {
-	n := now.UnixNano()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st := t.st.Load()
-	for _, c := range st.order {
+// activated reads the peers of new controllers and tunes them at n: from
+// the tree's exchange if it has one, else they wait for the next Sync.
+func (t *Tree) activated(cs []*Controller, n int64) {
+	if len(cs) == 0 {
+		return
+	}
+	ex := t.exchange()
+	var reps []Report
+	for _, c := range cs {
+		if ex != nil {
+			reps = ex.View(c.name, reps[:0])
+		}
 		c.mu.Lock()
-		_, open := c.lanes[source]
-		c.mu.Unlock()
-		if open {
-			return nil, fmt.Errorf("%w: %q", ErrSourceOpen, source)
-		}
-	}
-	s := &Source{t: t, name: source, version: st.version, lanes: make(map[string]*Lane, len(st.order))}
-	for _, c := range st.order { // parents first, so a child can link
-		s.lanes[c.name] = c.open(source, n, restored(restore, c.name))
-	}
-	s.link(st)
-	return s, nil
-}
-
-func restored(restore func(string) (Report, bool), budget string) *Report {
-	if restore == nil {
-		return nil
-	}
-	if rep, ok := restore(budget); ok {
-		return &rep
-	}
-	return nil
-}
-
-// link points every lane at its parent's lane of the same source.
-func (s *Source) link(st *treeState) {
-	for _, c := range st.order {
-		l := s.lanes[c.name]
-		l.parent = nil
-		if c.parent != nil {
-			l.parent = s.lanes[c.parent.name]
-		}
-	}
-}
-
-// Refresh brings the source's lanes in line with the tree after an Update:
-// lanes of new budgets open (restored like Open does), lanes of deleted
-// budgets close, lanes of changed budgets adopt the new definition, and
-// parents are re-linked. It reports whether anything changed; when not, it
-// costs one atomic load. Call it from the source's goroutine, between
-// decisions (e.g. at the start of each batch); Lane pointers taken before
-// a Refresh that returned true may be stale.
-func (s *Source) Refresh(now time.Time, restore func(budget string) (Report, bool)) bool {
-	if s.t.st.Load().version == s.version {
-		return false
-	}
-	n := now.UnixNano()
-	s.t.mu.Lock()
-	defer s.t.mu.Unlock()
-	st := s.t.st.Load()
-	for name, l := range s.lanes {
-		if st.ctrls[name] != l.c {
-			l.c.close(l, n)
-			delete(s.lanes, name)
-		}
-	}
-	for _, c := range st.order {
-		if l := s.lanes[c.name]; l != nil {
-			c.adapt(l, n)
+		if ex != nil {
+			c.syncLocked(n, reps)
+			c.synced = n
 		} else {
-			s.lanes[c.name] = c.open(s.name, n, restored(restore, c.name))
+			c.tuneLocked(n, false)
 		}
+		c.mu.Unlock()
 	}
-	s.link(st)
-	s.version = st.version
-	return true
-}
-
-// Close stops counting a source and returns its final reports.
-func (t *Tree) Close(s *Source, now time.Time) []Report {
-	n := now.UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Report, 0, len(s.lanes))
-	st := t.st.Load()
-	for _, c := range st.order {
-		if l := s.lanes[c.name]; l != nil && l.c == c {
-			out = append(out, c.close(l, n))
+	for _, c := range cs {
+		if c.idx < 0 {
+			continue
 		}
-	}
-	for name, l := range s.lanes { // budgets deleted since the last Refresh
-		if st.ctrls[name] != l.c {
-			l.c.close(l, n)
+		if ex == nil && !c.pending {
+			c.pending = true
+			t.pending = append(t.pending, c)
 		}
+		t.schedule(c)
 	}
-	return out
+}
+
+// orphan detaches the controller of a deleted budget: it is no longer
+// visited nor reported; its lanes close at their sources' next Refresh.
+// Called under t.mu.
+func (t *Tree) orphan(x *def) {
+	if c := x.ctrl; c != nil {
+		t.deactivate(c)
+	}
+}
+
+// deactivate removes c from the active controllers. Called under t.mu.
+func (t *Tree) deactivate(c *Controller) {
+	last := t.active[len(t.active)-1]
+	t.active[c.idx], last.idx = last, c.idx
+	t.active = t.active[:len(t.active)-1]
+	c.idx = -1
+	if c.def != nil {
+		c.def.ctrl = nil
+		c.def = nil
+	}
 }

@@ -86,7 +86,13 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	}
 	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
 	if c.sk != nil {
-		c.sk.decay(math.Exp2(-float64(c.cfg.tune) / float64(c.cfg.scoreMemory)))
+		// By the time since the last tune: a controller whose lanes sat
+		// idle is not visited every tune interval (see Tree.Tune).
+		since := int64(c.cfg.tune)
+		if c.tuned {
+			since = max(0, t-c.tunedAt)
+		}
+		c.sk.decay(math.Exp2(-float64(since) / float64(c.cfg.scoreMemory)))
 		prm.cut = c.consensusCut(c.sk.upper(prm.p), t, e.period)
 		prm.nextCut = c.sk.upper(prm.nextP)
 	}
@@ -108,7 +114,7 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		c.proportion = P*c.proportion + (1-P)*instProp
 		c.idealRate = P*c.idealRate + (1-P)*ideal
 	}
-	c.tuned = true
+	c.tuned, c.tunedAt = true, t
 
 	idealNow := c.sched.ideal(t, e.start, e.end)
 	slope := T / span

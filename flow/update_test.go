@@ -73,8 +73,8 @@ func TestUpdateTarget(t *testing.T) {
 	}
 }
 
-// Lanes of a new budget appear on the next Refresh of each open source;
-// lanes of a deleted budget stop.
+// Lanes of a new budget open on its first event on each source; lanes of a
+// deleted budget stop at the next Refresh.
 func TestUpdateAddDelete(t *testing.T) {
 	a := Budget{Name: "a", Target: 100, Period: time.Second}
 	b := Budget{Name: "b", Target: 100, Period: time.Second}
@@ -83,8 +83,8 @@ func TestUpdateAddDelete(t *testing.T) {
 	if ch, err := tree.Update([]Budget{a, b}, at(time.Second)); err != nil || len(ch.Added) != 1 || ch.Added[0] != "b" {
 		t.Fatalf("add: %+v, %v", ch, err)
 	}
-	if s1.Lane("b") != nil {
-		t.Fatal("a lane of b before Refresh")
+	if s1.Peek("b") != nil {
+		t.Fatal("a lane of b before its first event")
 	}
 	for _, s := range []*Source{s1, s2} {
 		if !s.Refresh(at(time.Second), nil) || s.Lane("b") == nil || s.Lane("a") == nil {
@@ -164,7 +164,7 @@ func TestUpdateInvalid(t *testing.T) {
 			if !errors.As(err, &be) || be.Field != c.field || be.Budget != c.budget {
 				t.Fatalf("got %v, want an error on %s.%s", err, c.budget, c.field)
 			}
-			if tree.Version() != 0 || len(tree.Controllers()) != 2 || tree.Controller("child").Budget().Target != 50 {
+			if b, _ := tree.Budget("child"); tree.Version() != 0 || tree.Len() != 2 || b.Target != 50 {
 				t.Fatal("a refused update changed the tree")
 			}
 		})

@@ -133,7 +133,9 @@ http: {listen: "127.0.0.1:0"}
 							s.truth += float64(r.Total.Passed)
 						}
 					}
-					s.estimates = append(s.estimates, tr.Controller("campaign").Snapshot().ClusterPassed)
+					if c := tr.Controller("campaign"); c != nil { // once a partition opened its lane
+						s.estimates = append(s.estimates, c.Snapshot().ClusterPassed)
+					}
 				}
 				mu.Lock()
 				samples = append(samples, s)

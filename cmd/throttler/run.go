@@ -145,9 +145,9 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 		}
 		ev.Msg("http listening")
 	}
-	names := make([]string, 0, len(tree.Controllers()))
-	for _, c := range tree.Controllers() {
-		names = append(names, c.Budget().Name)
+	names := make([]string, 0, tree.Len())
+	for _, b := range tree.Budgets() {
+		names = append(names, b.Name)
 	}
 	log.Info().Strs("brokers", cfg.Brokers).Str("group", cfg.Group).Strs("input", cfg.Topics.Input).
 		Str("output", cfg.Topics.Output).Strs("budgets", names).Msg("starting worker")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/flow"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -35,7 +36,7 @@ http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parts.Tree.Controller("spring") == nil || !parts.Decoder.Scored() {
+	if !hasBudget(parts.Tree, "spring") || !parts.Decoder.Scored() {
 		t.Fatalf("parts %+v", parts)
 	}
 	var d decode.Decoded
@@ -47,7 +48,7 @@ http:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tree.Controller("spring") == nil || w.Topics().DeadLetter != "throttler.dead-letter" || w.HTTPAddr() == nil {
+	if !hasBudget(tree, "spring") || w.Topics().DeadLetter != "throttler.dead-letter" || w.HTTPAddr() == nil {
 		t.Fatalf("worker topics %+v, http %v", w.Topics(), w.HTTPAddr())
 	}
 }
@@ -86,4 +87,9 @@ http: {listen: "127.0.0.1:0"}
 			t.Errorf("%s timeout %v, want %v", opt, got, want.d)
 		}
 	}
+}
+
+func hasBudget(tree *flow.Tree, name string) bool {
+	_, ok := tree.Budget(name)
+	return ok
 }

@@ -1,0 +1,180 @@
+package flow
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// Nothing exists per budget until a source needs it: a lane opens on the
+// budget's first event on the source (its ancestors' with it), and the
+// budget's controller with the first lane on the node.
+func TestLazyLanes(t *testing.T) {
+	tree := mustTree(t, []Budget{
+		{Name: "acct", Target: 100, Period: time.Minute},
+		{Name: "a", Target: 50, Period: time.Minute, Parent: "acct"},
+		{Name: "b", Target: 50, Period: time.Minute, Parent: "acct"},
+		{Name: "idle", Target: 50, Period: time.Minute},
+	})
+	src := mustOpen(t, tree, "p0", t0)
+	if src.Len() != 0 || len(tree.Controllers()) != 0 || tree.Controller("a") != nil {
+		t.Fatalf("at open: %d lanes, %d controllers", src.Len(), len(tree.Controllers()))
+	}
+	if _, ok := tree.Budget("a"); !ok {
+		t.Fatal("Budget(a) unknown")
+	}
+	l := src.Get([]byte("a"), t0)
+	if l == nil || src.Len() != 2 || src.Peek("acct") == nil || l.parent != src.Peek("acct") {
+		t.Fatalf("first event of a: lane %v, %d lanes open", l, src.Len())
+	}
+	if cs := tree.Controllers(); len(cs) != 2 || cs[0].Name() != "acct" || cs[1].Name() != "a" {
+		t.Fatalf("controllers %v, want acct then a", cs)
+	}
+	if src.Get([]byte("a"), t0) != l || src.Lane("a") != l {
+		t.Fatal("a second lookup opened another lane")
+	}
+	if src.Get([]byte("nope"), t0) != nil || src.Lane("nope") != nil {
+		t.Fatal("a lane for an unknown budget")
+	}
+	name, unknown := []byte("a"), []byte("nope")
+	if n := testing.AllocsPerRun(100, func() {
+		src.Get(name, t0)
+		src.Get(unknown, t0)
+	}); n != 0 {
+		t.Fatalf("lookups allocate %v times", n)
+	}
+	// the same budget on another source shares the controller
+	other := mustOpen(t, tree, "p1", t0)
+	if l2 := other.Lane("a"); l2 == nil || l2.c != l.c || len(tree.Controllers()) != 2 {
+		t.Fatal("second source: another controller")
+	}
+}
+
+// A controller created for a first lane reads its peers at once: here they
+// spent the budget already, so the lane's first event is rejected as
+// exhausted rather than passed on a cold start.
+func TestActivationReadsPeers(t *testing.T) {
+	b := Budget{Name: "c", Target: 10, Begin: t0, End: at(time.Minute)}
+	ex := &MemoryExchange{}
+	_ = ex.Publish([]Report{{Budget: "c", Source: "p9", At: at(time.Second), Since: t0,
+		Total: Counters{Offered: 500, Passed: 10}, InPeriod: Counters{Offered: 500, Passed: 10}}})
+	for _, c := range []struct {
+		name      string
+		opts      []Option
+		exhausted bool
+	}{
+		{"with Peers", []Option{Peers(ex)}, true},
+		{"without", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := mustTree(t, []Budget{b}, c.opts...)
+			l := mustOpen(t, tree, "p0", at(time.Second)).Lane("c")
+			if v := l.Decide(at(time.Second), 0); (v.Reason == ReasonExhausted) != c.exhausted {
+				t.Fatalf("first event: %+v, exhausted should be %v", v, c.exhausted)
+			}
+		})
+	}
+}
+
+// Tune and Sync visit the controllers with traffic, and the others when
+// due (IdleRetune after their last visit, a period's end); a Sync also
+// visits those a Tune found busy since the last Sync. Snapshot().At tells
+// a controller's last visit.
+func TestVisitRule(t *testing.T) {
+	ex := &MemoryExchange{}
+	tree := mustTree(t, []Budget{
+		{Name: "busy", Target: 1e6, Begin: t0, End: at(time.Hour)},
+		{Name: "idle", Target: 1e6, Begin: t0, End: at(time.Hour)},
+		{Name: "per", Target: 1e6, Period: 3 * time.Second},
+	}, IdleRetune(2*time.Second), Peers(ex)) // with Peers, new controllers need no Sync
+	src := mustOpen(t, tree, "p0", t0)
+	for _, b := range []string{"busy", "idle", "per"} {
+		src.Lane(b)
+	}
+	last := func(b string) time.Duration { return tree.Controller(b).Snapshot().At.Sub(t0) }
+	want := map[time.Duration][3]time.Duration{ // after the round at: busy, idle, per
+		1000 * time.Millisecond: {1000 * time.Millisecond, 0, 0},
+		1500 * time.Millisecond: {1500 * time.Millisecond, 0, 0},
+		2000 * time.Millisecond: {1500 * time.Millisecond, 2 * time.Second, 2 * time.Second},
+		3000 * time.Millisecond: {1500 * time.Millisecond, 2 * time.Second, 3 * time.Second},
+		3500 * time.Millisecond: {3500 * time.Millisecond, 2 * time.Second, 3 * time.Second},
+		4900 * time.Millisecond: {3500 * time.Millisecond, 4 * time.Second, 3 * time.Second},
+		5000 * time.Millisecond: {3500 * time.Millisecond, 4 * time.Second, 5 * time.Second},
+	}
+	for k := 1; k <= 50; k++ {
+		now := time.Duration(k) * 100 * time.Millisecond
+		if k == 15 {
+			tree.Sync(at(now), ex)
+		} else {
+			tree.Tune(at(now))
+		}
+		if k < 10 {
+			offer(src.Lane("busy"), at(now), 100*time.Millisecond, 10, 0)
+		}
+		if w, ok := want[now]; ok {
+			got := [3]time.Duration{last("busy"), last("idle"), last("per")}
+			if got != w {
+				t.Fatalf("after the round at %v: last visits %v, want %v", now, got, w)
+			}
+		}
+	}
+}
+
+// A controller left out of the rounds while its lanes were idle measures
+// the same local rate, once traffic resumes, as one visited every round.
+func TestIdleSpellRate(t *testing.T) {
+	b := []Budget{{Name: "c", Target: 1e5, Begin: t0, End: at(time.Hour)}}
+	trees := []*Tree{mustTree(t, b), mustTree(t, b, IdleRetune(time.Nanosecond))}
+	var lanes []*Lane
+	for _, tr := range trees {
+		lanes = append(lanes, mustOpen(t, tr, "p0", t0).Lane("c"))
+	}
+	for k := 0; k < 300; k++ { // 30 s: traffic, 10 s of silence, traffic
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		var snaps [2]Snapshot
+		for i, tr := range trees {
+			tr.Tune(now)
+			snaps[i] = tr.Controller("c").Snapshot()
+			if k < 100 || k >= 200 {
+				offer(lanes[i], now, 100*time.Millisecond, 10, 0)
+			}
+		}
+		if k >= 200 && (snaps[0].LocalRate != snaps[1].LocalRate || snaps[0].ClusterRate != snaps[1].ClusterRate) {
+			t.Fatalf("at %v: local rate %v and %v, cluster rate %v and %v", now.Sub(t0),
+				snaps[0].LocalRate, snaps[1].LocalRate, snaps[0].ClusterRate, snaps[1].ClusterRate)
+		}
+	}
+}
+
+// The score distribution of a scored budget decays by the time since its
+// last tune: skipping the rounds of an idle spell forgets as much as
+// visiting every one.
+func TestIdleSpellDecay(t *testing.T) {
+	b := []Budget{{Name: "s", Target: 1e5, Begin: t0, End: at(time.Hour), Scored: true}}
+	trees := []*Tree{mustTree(t, b), mustTree(t, b, IdleRetune(time.Nanosecond))}
+	var lanes []*Lane
+	for _, tr := range trees {
+		lanes = append(lanes, mustOpen(t, tr, "p0", t0).Lane("s"))
+	}
+	for k := 0; k < 1200; k++ { // 2 min: scores for 10 s, then silence
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		for i, tr := range trees {
+			tr.Tune(now)
+			if k < 100 {
+				offer(lanes[i], now, 100*time.Millisecond, 10, float64(k%10))
+			}
+		}
+	}
+	last := at(120 * time.Second)
+	var w [2]float64
+	for i, tr := range trees {
+		tr.Sync(last, &MemoryExchange{}) // visits both (pending), so both decay up to the same instant
+		c := tr.Controller("s")
+		c.mu.Lock()
+		w[i] = c.sk.total
+		c.mu.Unlock()
+	}
+	if w[0] <= 0 || math.Abs(w[0]/w[1]-1) > 1e-9 {
+		t.Fatalf("sketch weight %v after skipping the idle rounds, %v after visiting them", w[0], w[1])
+	}
+}

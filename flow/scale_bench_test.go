@@ -1,0 +1,302 @@
+package flow
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// The benchmarks of issue 9: what a tree costs as a function of the number
+// of budgets B when few are active. Each compares, in the same run, the
+// lazy tree with today's eager behaviour, emulated on the same code: every
+// budget with a controller (and, where lanes matter, a lane on every
+// source), tuned and synced one by one as the old Tune and Sync did
+// (tuneAll, syncAll).
+
+var scaleSizes = []int{1000, 10000, 100000}
+
+const scaleActive = 100
+
+func scaleBudgets(n int) []Budget {
+	bs := make([]Budget, n)
+	for i := range bs {
+		bs[i] = Budget{Name: fmt.Sprintf("b%06d", i), Target: 1e7, Begin: benchT0, End: benchT0.Add(time.Hour)}
+	}
+	return bs
+}
+
+func scaleTree(b *testing.B, bs []Budget, opts ...Option) *Tree {
+	b.Helper()
+	tree, err := NewTree(bs, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tree
+}
+
+func heapBytes() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// activateAll gives every budget a controller, as every tree had before.
+func activateAll(tree *Tree) {
+	tree.mu.Lock()
+	defer tree.mu.Unlock()
+	for x := tree.defs.head; x != nil; x = x.next {
+		if x.ctrl == nil {
+			tree.activate(x, benchT0.UnixNano())
+		}
+	}
+}
+
+// tuneAll and syncAll are the old Tune and Sync: every controller.
+func tuneAll(tree *Tree, now time.Time) {
+	for _, c := range tree.Controllers() {
+		c.mu.Lock()
+		c.tuneLocked(now.UnixNano(), false)
+		c.mu.Unlock()
+	}
+}
+
+func syncAll(tree *Tree, now time.Time, ex Exchange) {
+	var buf []Report
+	for _, c := range tree.Controllers() {
+		buf = ex.View(c.name, buf[:0])
+		c.mu.Lock()
+		c.syncLocked(now.UnixNano(), buf)
+		c.mu.Unlock()
+	}
+}
+
+// BenchmarkMemoryPerBudget: heap per idle budget, as a definition (lazy)
+// and with a controller (eager, as before).
+func BenchmarkMemoryPerBudget(b *testing.B) {
+	eachSize(b, func(b *testing.B, bs []Budget, eager bool) {
+		for range b.N {
+			before := heapBytes()
+			tree := scaleTree(b, bs)
+			if eager {
+				activateAll(tree)
+			}
+			after := heapBytes()
+			b.ReportMetric(float64(after-before)/float64(len(bs)), "B/budget")
+			runtime.KeepAlive(tree)
+		}
+	})
+}
+
+// eachSize runs f as sub-benchmarks lazy and eager at each size.
+func eachSize(b *testing.B, f func(b *testing.B, bs []Budget, eager bool)) {
+	for _, n := range scaleSizes {
+		bs := scaleBudgets(n)
+		for _, eager := range []bool{false, true} {
+			mode := "lazy"
+			if eager {
+				mode = "eager"
+			}
+			b.Run(fmt.Sprintf("%s/budgets=%d", mode, n), func(b *testing.B) { f(b, bs, eager) })
+		}
+	}
+}
+
+// BenchmarkMemoryPerSource: heap of one more source (a partition) of a
+// node whose budgets all have controllers, with lanes of the 100 active
+// budgets (lazy) or of every budget (eager, as before); and per lane.
+func BenchmarkMemoryPerSource(b *testing.B) {
+	eachSize(b, func(b *testing.B, bs []Budget, eager bool) {
+		tree := scaleTree(b, bs)
+		activateAll(tree)
+		lanes := scaleActive
+		if eager {
+			lanes = len(bs)
+		}
+		for i := range b.N {
+			before := heapBytes()
+			src, _ := tree.Open(fmt.Sprintf("s%d", i), benchT0, nil)
+			for _, x := range bs[:lanes] {
+				src.Lane(x.Name)
+			}
+			after := heapBytes()
+			b.ReportMetric(float64(after-before), "B/source")
+			b.ReportMetric(float64(after-before)/float64(lanes), "B/lane")
+			tree.Close(src, benchT0)
+		}
+	})
+}
+
+// scaleNode is a node of B budgets whose 100 active ones have lanes on 4
+// sources and peers on the exchange; eager gives every budget a lane on
+// the first source (and so a controller), as before.
+func scaleNode(b *testing.B, bs []Budget, eager bool) (*Tree, []*Lane, *MemoryExchange) {
+	b.Helper()
+	ex := &MemoryExchange{}
+	tree := scaleTree(b, bs, Peers(ex))
+	var lanes []*Lane
+	for s := range 4 {
+		src, _ := tree.Open(fmt.Sprintf("p%d", s), benchT0, nil)
+		for _, x := range bs[:scaleActive] {
+			lanes = append(lanes, src.Lane(x.Name))
+		}
+		if eager && s == 0 {
+			for _, x := range bs[scaleActive:] {
+				src.Lane(x.Name)
+			}
+		}
+	}
+	var peers []Report
+	for _, x := range bs[:scaleActive] {
+		for p := range 4 {
+			peers = append(peers, Report{Budget: x.Name, Source: fmt.Sprintf("q%d", p), At: benchT0, Since: benchT0,
+				Total: Counters{Offered: 1000, Passed: 10}, InPeriod: Counters{Offered: 1000, Passed: 10}})
+		}
+	}
+	_ = ex.Publish(peers)
+	return tree, lanes, ex
+}
+
+// BenchmarkTune: one tune round with 100 active budgets, each with an
+// event on each of its 4 lanes since the last round. Eager: the old Tune
+// (every controller). Lazy: Tree.Tune (the busy ones).
+func BenchmarkTune(b *testing.B) {
+	benchRound(b, func(tree *Tree, now time.Time, _ Exchange, eager bool) {
+		if eager {
+			tuneAll(tree, now)
+		} else {
+			tree.Tune(now)
+		}
+	})
+}
+
+// BenchmarkSync: the same for a sync round, reading peers from an
+// in-memory exchange.
+func BenchmarkSync(b *testing.B) {
+	benchRound(b, func(tree *Tree, now time.Time, ex Exchange, eager bool) {
+		if eager {
+			syncAll(tree, now, ex)
+		} else {
+			tree.Sync(now, ex)
+		}
+	})
+}
+
+func benchRound(b *testing.B, round func(*Tree, time.Time, Exchange, bool)) {
+	eachSize(b, func(b *testing.B, bs []Budget, eager bool) {
+		tree, lanes, ex := scaleNode(b, bs, eager)
+		now := benchT0
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			now = now.Add(100 * time.Millisecond)
+			for _, l := range lanes {
+				l.Decide(now, 0)
+			}
+			round(tree, now, ex, eager)
+		}
+	})
+}
+
+// BenchmarkLaneOpenRelease: a lane opened on a budget's first event on a
+// source, then released, among 100,000 budgets; "activate" also creates
+// (and later drops) the budget's controller, reading its peers.
+func BenchmarkLaneOpenRelease(b *testing.B) {
+	bs := scaleBudgets(100000)
+	for _, activate := range []bool{false, true} {
+		name := "lane"
+		if activate {
+			name = "lane+controller"
+		}
+		b.Run(name, func(b *testing.B) {
+			ex := &MemoryExchange{}
+			tree := scaleTree(b, bs, Peers(ex), DropAfter(time.Nanosecond))
+			keep, _ := tree.Open("keep", benchT0, nil)
+			if !activate {
+				for _, x := range bs {
+					keep.Lane(x.Name)
+				}
+			}
+			src, _ := tree.Open("p", benchT0, nil)
+			names := make([][]byte, len(bs))
+			for i, x := range bs {
+				names[i] = []byte(x.Name)
+			}
+			now := benchT0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				now = now.Add(time.Millisecond)
+				src.Get(names[i%len(names)], now)
+				src.Release(now, 0)
+				if activate && i%1000 == 999 {
+					tree.Tune(now.Add(time.Millisecond)) // drops the controllers
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenSource: a source opened, its first lane, and closed. Eager
+// (as before) opened a lane of every budget at Open.
+func BenchmarkOpenSource(b *testing.B) {
+	eachSize(b, func(b *testing.B, bs []Budget, eager bool) {
+		tree := scaleTree(b, bs)
+		activateAll(tree)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			src, _ := tree.Open("p", benchT0, nil)
+			src.Lane(bs[0].Name)
+			if eager {
+				for _, x := range bs {
+					src.Lane(x.Name)
+				}
+			}
+			tree.Close(src, benchT0)
+		}
+	})
+}
+
+// BenchmarkApply: 100 changed targets into 100,000 budgets, by Apply, and
+// by Update with the whole set (as before), each followed by the Refresh
+// of a source with lanes of the 100 active budgets (10 of them changed).
+func BenchmarkApply(b *testing.B) {
+	bs := scaleBudgets(100000)
+	for _, whole := range []bool{false, true} {
+		name := "Apply"
+		if whole {
+			name = "Update"
+		}
+		b.Run(name+"/changes=100/budgets=100000", func(b *testing.B) {
+			tree := scaleTree(b, bs)
+			src, _ := tree.Open("p", benchT0, nil)
+			for _, x := range bs[:scaleActive] {
+				src.Lane(x.Name)
+			}
+			set := append([]Budget(nil), bs...)
+			cs := make([]Change, 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				for k := range cs { // budgets 90..189: 10 of them have lanes
+					j := 90 + k
+					set[j].Target = float64(2e7 + i)
+					cs[k] = Change{Budget: set[j]}
+				}
+				var err error
+				if whole {
+					_, err = tree.Update(set, benchT0)
+				} else {
+					_, err = tree.Apply(cs, benchT0)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				src.Refresh(benchT0, nil)
+			}
+		})
+	}
+}
