@@ -80,6 +80,8 @@ type Decoder struct {
 	ps                                     pathSet
 	budgetAt, keyAt, idAt, scoreAt, timeAt int
 	exprAt                                 []int // by expression field
+
+	framed *framedState // formats, schemas and compiled plans (framed.go)
 }
 
 // NewDecoder returns a decoder accepting the given budget names (an event
@@ -122,6 +124,9 @@ func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
 		for _, f := range d.expr.Fields() {
 			d.exprAt = append(d.exprAt, d.ps.add(f))
 		}
+	}
+	if err := d.initFramed(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -183,7 +188,10 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 // decode stage keeps one per partition and hands it to DecodeWith, so that
 // Score reads the fields DecodeWith captured instead of looking them up
 // again. The zero value is ready; a Scan is not safe for concurrent use.
-type Scan struct{ res []span }
+type Scan struct {
+	res    []span
+	framed *framedScan // the room of framed formats (framed.go); nil for JSON
+}
 
 // DecodeWith is Decode indexing budgets by tab (nil: the decoder's own
 // names) and keeping the scan's results in s (nil: none), where Score
@@ -191,6 +199,12 @@ type Scan struct{ res []span }
 func (d *Decoder) DecodeWith(key, value []byte, ts time.Time, dst *Decoded, s *Scan, tab *BudgetTable) error {
 	if tab == nil {
 		tab = d.tab
+	}
+	if s == nil && d.cfg.framed.def.Framed() {
+		s = d.NewScan("")
+	}
+	if s != nil && s.framed != nil {
+		return d.decodeFramed(key, value, ts, dst, s, tab)
 	}
 	if s == nil {
 		var buf [scanBuf]span
@@ -362,7 +376,11 @@ func (d *Decoder) Score(value []byte, dst *Decoded) error {
 	src := values{doc: bytesconv.String(value)}
 	var res []span
 	scanned := false
-	if dst.scanBy == d {
+	switch {
+	case dst.scanBy != d:
+	case dst.scan.framed != nil:
+		src.framed = dst.scan.framed.vals
+	default:
 		res, scanned = dst.scan.res[:len(d.ps.segs)], true
 	}
 	return d.score(&src, res, scanned, dst)
