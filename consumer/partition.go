@@ -14,7 +14,6 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/bytesconv"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
@@ -57,6 +56,7 @@ type partition struct {
 	hold       holdState // a delay budget stopped the partition (delay.go)
 	committed  stats.Checkpoint
 	variants   variantState
+	rewardScan *decode.Scan // the reward decoder's, in the topic's format
 
 	toPublish atomic.Pointer[[]stats.VariantCounts] // variant counts not yet on the stats topic
 }
@@ -256,7 +256,15 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
 	e.Reset(r, now, p.source)
-	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, nil, p.tab); err != nil {
+	if p.rewardScan == nil {
+		p.rewardScan = w.rewardDec.NewScan(p.topic)
+	}
+	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, p.rewardScan, p.tab); err != nil {
+		if we, ok := err.(*decode.WaitError); ok { // its schema: wait
+			e.RetryAt = now.Add(we.RetryAfter)
+			p.holdBack(r, e)
+			return
+		}
 		re := err.(*decode.RecordError)
 		re.Stage = StageReward
 		e.Err = re
@@ -265,7 +273,7 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	}
 	v := 1.0
 	if path := w.cfg.rewardValuePath; path != "" {
-		res := gjson.Get(bytesconv.String(r.Value), path)
+		res := e.Fields.Field(r.Value, path)
 		switch res.Type {
 		case gjson.Number:
 			v = res.Num
