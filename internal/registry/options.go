@@ -106,6 +106,13 @@ func WithLogger(l zerolog.Logger) Opt {
 	return optFunc(func(c *cfg) { c.log = l.With().Str("component", "schema-registry").Logger() })
 }
 
+// SetLogger sets the logger of a running source (as WithLogger).
+func (s *Source) SetLogger(l zerolog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	WithLogger(l).apply(&s.cfg)
+}
+
 // metrics are a Source's collectors.
 type metrics struct {
 	up       prometheus.Gauge
