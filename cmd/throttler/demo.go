@@ -33,18 +33,26 @@ and a layer with a 50% experiment whose variants "control" and
 Every two seconds it prints each budget's cluster-wide progress (from the
 stats topic) against its ideal curve. At the end it stops the load, lets
 the workers commit, counts what is really in the output topics and prints
-a summary; -report and -chart write it as JSON and as an SVG chart.`,
+a summary; -report and -chart write it as JSON and as an SVG chart.
+
+With -format avro (or protobuf) the events are Avro (Protobuf) in the
+schema registry wire format, their schema in a registry the demo runs in
+the process (the workers fetch it from there); the clicks stay JSON.`,
 	setup: func(fs *flag.FlagSet) action {
 		duration := fs.Duration("duration", demo.DefaultDuration, "length of the budgets' window")
 		rate := fs.Float64("rate", demo.DefaultRate, "load in events per `second`")
 		report := fs.String("report", "", "write the JSON report to `file`")
 		chart := fs.String("chart", "", "write an SVG chart of achieved against ideal to `file`")
+		format := fs.String("format", "json", "`format` of the events: json, avro or protobuf")
 		return func(ctx context.Context, e *env) error {
 			if *duration < time.Second {
 				return badFlag("duration", "must be at least 1s, got %v", *duration)
 			}
 			if !(*rate > 0) || *rate > 1e6 {
 				return badFlag("rate", "must be above 0 and at most 1e6, got %v", *rate)
+			}
+			if *format != "json" && *format != "avro" && *format != "protobuf" {
+				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			}
 			if err := checkOutFile("report", *report); err != nil {
 				return err
@@ -67,6 +75,7 @@ a summary; -report and -chart write it as JSON and as an SVG chart.`,
 				Progress: e.stdout,
 				Redraw:   isTerminal(e.stdout),
 				Log:      log,
+				Format:   *format,
 			})
 			if err != nil {
 				if ctx.Err() != nil {

@@ -2,12 +2,14 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"hash/fnv"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/pipeline"
-	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,6 +20,7 @@ import (
 // budgets' window ends are not produced.
 type clicker struct {
 	cl    *kgo.Client
+	enc   loadgen.Encoder // of the passed events
 	share float64
 	delay time.Duration
 	end   time.Time
@@ -43,7 +46,7 @@ type click struct {
 	name string
 }
 
-func newClicker(brokers []string, share float64, delay time.Duration, end time.Time) (*clicker, error) {
+func newClicker(brokers []string, share float64, delay time.Duration, end time.Time, enc loadgen.Encoder) (*clicker, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(outputTopics...),
@@ -55,7 +58,7 @@ func newClicker(brokers []string, share float64, delay time.Duration, end time.T
 	if err != nil {
 		return nil, err
 	}
-	return &clicker{cl: cl, share: share, delay: delay, end: end, sent: map[string]uint64{}}, nil
+	return &clicker{cl: cl, enc: enc, share: share, delay: delay, end: end, sent: map[string]uint64{}}, nil
 }
 
 // clicked reports whether the event with this id gets a click: a hash of
@@ -88,12 +91,21 @@ func (c *clicker) run(ctx context.Context) {
 		read := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
 			due := read.Add(c.delay)
-			id := []byte(gjson.GetBytes(r.Value, "id").Raw)
+			ev, err := c.enc.Decode(r.Value)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			id := []byte(strconv.Quote(ev.ID)) // the id's JSON text
 			if due.After(c.end) || !c.clicked(id) {
 				return
 			}
 			budget := header(r, pipeline.HeaderBudget)
-			v := []byte(`{"campaign":` + gjson.GetBytes(r.Value, "campaign").Raw + `,"id":` + string(id) + `,"user":` + gjson.GetBytes(r.Value, "user").Raw + `}`)
+			v, _ := json.Marshal(struct {
+				Campaign string `json:"campaign"`
+				ID       string `json:"id"`
+				User     string `json:"user"`
+			}{ev.Campaign, ev.ID, ev.User})
 			c.queue = append(c.queue, click{due: due, name: budget, rec: &kgo.Record{Topic: topicClicks, Key: r.Key, Value: v}})
 		})
 		c.emit(ctx, time.Now())
