@@ -169,17 +169,20 @@ func (d *Decoder) decodeFramed(key, value []byte, ts time.Time, dst *Decoded, s 
 }
 
 // planFor returns the plan of schema id (and, for Protobuf, of the message
-// index at the start of body) and the payload after the index.
+// index at the start of body) and the payload after the index. The
+// schema is looked at before the index: a record of an Avro schema on a
+// Protobuf topic has no index, and is refused for its schema.
 func (d *Decoder) planFor(fs *framedScan, id int, body []byte) (framedPlan, []byte, error) {
 	var idx []byte
+	badIndex := false
 	if fs.format == FormatProtobuf {
-		n := indexLen(body)
-		if n < 0 {
-			return nil, nil, recErr(StageDecode, ReasonNotFramed, "", "schema "+strconv.Itoa(id)+": bad message index")
+		if n := indexLen(body); n < 0 {
+			badIndex = true
+		} else {
+			idx, body = body[:n], body[n:]
 		}
-		idx, body = body[:n], body[n:]
 	}
-	if fs.plan != nil && fs.planID == id && bytes.Equal(fs.planIdx, idx) {
+	if !badIndex && fs.plan != nil && fs.planID == id && bytes.Equal(fs.planIdx, idx) {
 		return fs.plan, body, nil
 	}
 	e, err := d.framed.entry(id, d)
@@ -192,6 +195,8 @@ func (d *Decoder) planFor(fs *framedScan, id int, body []byte) (framedPlan, []by
 	case bad != "":
 	case e.format != fs.format:
 		bad = fmt.Sprintf("a %v schema on a %v topic", e.format, fs.format)
+	case badIndex:
+		return nil, nil, recErr(StageDecode, ReasonNotFramed, "", "schema "+strconv.Itoa(id)+": bad message index")
 	case e.format == FormatAvro:
 		p = e.avro
 	default:
