@@ -162,34 +162,12 @@ func runFormatSuite(ctx context.Context, t *testing.T, brokers []string, registr
 	checkPassesCounted(ctx, t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, cfg, events, counts[passed], counts[passed]+counts[rejected])
 }
 
-// formatSuiteConfig returns the worker's configuration of the suite.
+// formatSuiteConfig returns the worker's configuration of the suite:
+// the JSON suite's, reading format through the registry.
 func formatSuiteConfig(t *testing.T, brokers []string, registryURL, format, run, events, passed, rejected, dlq string) *config.Config {
 	t.Helper()
-	now := time.Now()
-	cfg, err := config.Parse(fmt.Appendf(nil, `brokers: [%s]
-group: fmt-%s
-topics: {input: [%s], output: %s, rejected: %s, dead_letter: %s, partitions: 3}
-fields: {budget: campaign, key: user, id: id, score: score, time: ts}
-format: {input: %s}
-schema_registry: {urls: [%q]}
-dedup_window: 1000
-caps:
-  - {name: per-device, key: device, rate: 1000000/1h, burst: 100000, quantity: cost}
-commit_interval: 50ms
-budgets:
-  - {name: open, target: 1e9, begin: %s, end: %s}
-  - {name: tight, target: 1, period: 1h}
-layers:
-  - name: ui
-    experiments:
-      - name: colour
-        allocation: 50
-        variants:
-          - {name: red, weight: 1, topic: %s}
-          - {name: blue, weight: 1, topic: %s}
-http: {listen: "127.0.0.1:0"}
-`, strings.Join(brokers, ","), run, events, passed, rejected, dlq, format, registryURL,
-		now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), passed, passed))
+	cfg, err := config.Parse(suiteYAML(brokers, "fmt-"+run, events, passed, rejected, dlq,
+		fmt.Sprintf("format: {input: %s}\nschema_registry: {urls: [%q]}\n", format, registryURL)))
 	if err != nil {
 		t.Fatal(err)
 	}
