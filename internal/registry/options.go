@@ -103,7 +103,7 @@ func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now =
 
 // WithLogger sets the logger. Default zerolog.Nop().
 func WithLogger(l zerolog.Logger) Opt {
-	return optFunc(func(c *cfg) { c.log = l.With().Str("component", "schema-registry").Logger() })
+	return optFunc(func(c *cfg) { c.log = l.With().Str("subsystem", "schema-registry").Logger() })
 }
 
 // SetLogger sets the logger of a running source (as WithLogger).
