@@ -18,8 +18,6 @@ import (
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/internal/app"
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/registry"
 	"github.com/throttler/throttler/pipeline"
 )
 
@@ -32,16 +30,7 @@ import (
 func TestFormatsKfake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	srv, err := registry.StartServer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	b, srv := startBrokerAndRegistry(ctx, t)
 	formats, avroID, protoID := newSuiteFormats(t, srv)
 	for _, f := range formats {
 		t.Run(f.name, func(t *testing.T) {

@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/registry"
 )
 
@@ -37,6 +39,23 @@ message SuiteEvent {
 }
 `
 )
+
+// startBrokerAndRegistry starts an embedded broker (with opts) and a
+// schema registry in the process; both stop with the test.
+func startBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Opt) (*broker.Broker, *registry.Server) {
+	t.Helper()
+	b, err := broker.Start(ctx, append([]broker.Opt{broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	srv, err := registry.StartServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return b, srv
+}
 
 // suiteEvent is one event; nil fields are null (JSON, Avro) or absent
 // (Protobuf).

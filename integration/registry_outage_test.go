@@ -48,17 +48,7 @@ func TestRegistryOutage(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop()), broker.Partitions(3),
-		broker.SeedTopics("events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	srv, err := registry.StartServer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	b, srv := startBrokerAndRegistry(ctx, t, broker.Partitions(3), broker.SeedTopics("events"))
 	cached, fresh := outageEncoders(ctx, t, srv)
 
 	w := startOutageWorker(ctx, t, b.Addrs(), srv.URL())
