@@ -15,9 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/pipeline"
 )
 
@@ -128,16 +126,9 @@ func runFormatSuite(ctx context.Context, t *testing.T, brokers []string, registr
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	w, _, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	_, _, stop := runWorker(ctx, t, cfg, zerolog.WarnLevel)
 	waitCommitted(ctx, t, adm, cfg.Group, events)
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
 	counts := checkFormatOutputs(t, readCommitted(ctx, t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, passed, rejected, dlq), recs, bad, dlq)

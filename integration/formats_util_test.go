@@ -11,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/registry"
 )
@@ -55,6 +59,20 @@ func startBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Op
 	}
 	t.Cleanup(srv.Close)
 	return b, srv
+}
+
+// runWorker runs a worker of cfg, logging to the test at level; stop
+// stops it and returns what Run returned.
+func runWorker(ctx context.Context, t *testing.T, cfg *config.Config, level zerolog.Level) (w *consumer.Worker, tree *flow.Tree, stop func() error) {
+	t.Helper()
+	w, tree, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.New(zerolog.NewTestWriter(t)).Level(level)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	return w, tree, func() error { cancel(); return <-done }
 }
 
 // suiteEvent is one event; nil fields are null (JSON, Avro) or absent

@@ -13,9 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/testwait"
@@ -71,13 +69,7 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, tree, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	_, tree, stop := runWorker(ctx, t, cfg, zerolog.WarnLevel)
 	out := followOutput(ctx, t, addrs, "passed", "campaign")
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
@@ -98,8 +90,7 @@ http: {listen: "127.0.0.1:0"}
 		r, ok := localReport(tree, "campaign")
 		return ok && uint64(out.total()) == r && out.total() > 0
 	})
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
 	got := out.total()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/registry"
@@ -155,16 +154,9 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, _, err := app.NewWorker(cfg, consumer.WithLogger(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	w, _, stop := runWorker(ctx, t, cfg, zerolog.InfoLevel)
 	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("worker: %v", err)
 		}
 	})
