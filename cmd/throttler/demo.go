@@ -37,7 +37,7 @@ a summary; -report and -chart write it as JSON and as an SVG chart.
 
 With -format avro (or protobuf) the events are Avro (Protobuf) in the
 schema registry wire format, their schema in a registry the demo runs in
-the process (the workers fetch it from there); the clicks stay JSON.`,
+the process (the workers fetch it from there); the clicks too.`,
 	setup: func(fs *flag.FlagSet) action {
 		duration := fs.Duration("duration", demo.DefaultDuration, "length of the budgets' window")
 		rate := fs.Float64("rate", demo.DefaultRate, "load in events per `second`")

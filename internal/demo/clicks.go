@@ -101,11 +101,7 @@ func (c *clicker) run(ctx context.Context) {
 				return
 			}
 			budget := header(r, pipeline.HeaderBudget)
-			v, _ := json.Marshal(struct {
-				Campaign string `json:"campaign"`
-				ID       string `json:"id"`
-				User     string `json:"user"`
-			}{ev.Campaign, ev.ID, ev.User})
+			v := c.clickValue(ev, due)
 			c.queue = append(c.queue, click{due: due, name: budget, rec: &kgo.Record{Topic: topicClicks, Key: r.Key, Value: v}})
 		})
 		c.emit(ctx, time.Now())
@@ -115,6 +111,22 @@ func (c *clicker) run(ctx context.Context) {
 	if err := c.cl.Flush(fctx); err != nil {
 		c.fail(err)
 	}
+}
+
+// clickValue is the click of a passed event: a JSON object of its
+// campaign, id and user, or in Avro or Protobuf the event's own schema
+// (score 0, the click's time).
+func (c *clicker) clickValue(ev loadgen.Event, at time.Time) []byte {
+	if c.enc.Format() == loadgen.FormatJSON {
+		v, _ := json.Marshal(struct {
+			Campaign string `json:"campaign"`
+			ID       string `json:"id"`
+			User     string `json:"user"`
+		}{ev.Campaign, ev.ID, ev.User})
+		return v
+	}
+	click := loadgen.Event{ID: ev.ID, User: ev.User, Campaign: ev.Campaign, Time: at}
+	return c.enc.Append(nil, &click)
 }
 
 // emit produces the clicks that are due, in order.

@@ -207,7 +207,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	cctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	cnt, err := countTopics(cctx, brokers, adm)
+	cnt, err := countTopics(cctx, brokers, adm, fm.enc)
 	if err != nil {
 		return nil, err
 	}

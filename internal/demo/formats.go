@@ -20,8 +20,8 @@ type eventFormat struct {
 }
 
 // formatConfig starts the registry of c.Format (none for JSON), registers
-// the events' schema and returns the workers' config reading that format.
-// The clicks stay JSON: a worker reads each topic in its own format.
+// the events' schema and returns the workers' config reading that format
+// on the input and the reward topic (clicks use the events' schema).
 func formatConfig(ctx context.Context, c Config, brokers []string, begin, end time.Time) (eventFormat, *config.Config, error) {
 	fm := eventFormat{stop: func() {}}
 	cfg, err := workerConfig(c, brokers, begin, end)
@@ -42,7 +42,7 @@ func formatConfig(ctx context.Context, c Config, brokers []string, begin, end ti
 	if fm.enc, err = loadgen.Register(rctx, cl, topicEvents+"-value", c.Format); err != nil {
 		return fm, nil, err
 	}
-	cfg.Format.Input = c.Format
+	cfg.Format.Input, cfg.Format.Rewards = c.Format, c.Format
 	cfg.SchemaRegistry.URLs = []string{srv.URL()}
 	if err := cfg.Validate(); err != nil {
 		return fm, nil, fmt.Errorf("demo config for %s: %w", c.Format, err)
