@@ -44,6 +44,7 @@ type entry struct {
 	ok        bool
 	unknownAt time.Time     // when the registry said it has no such id
 	fetching  chan struct{} // closed when the fetch in flight ends
+	waitEnd   time.Time     // callers wait for the fetch in flight until then
 	fails     int           // fetches failed in a row
 	retryAt   time.Time     // no fetch before
 	err       error         // of the last failed fetch
@@ -97,10 +98,11 @@ func (u *unavailable) RetryAfter() time.Duration { return u.after }
 // errFetching is the cause while the first fetch of an id is in flight.
 var errFetching = errors.New("still fetching")
 
-// Schema returns the schema of id (decode.Schemas). A fetch that does not
-// end within Wait goes on in the background; meanwhile, and after a
-// failed fetch until its backoff ends, the answer is an error with
-// RetryAfter.
+// Schema returns the schema of id (decode.Schemas). Callers wait for a
+// fetch until Wait after it started (together: a slow registry holds each
+// partition once, not at every retry); a fetch that takes longer goes on
+// in the background. Meanwhile, and after a failed fetch until its
+// backoff ends, the answer is an error with RetryAfter.
 func (s *Source) Schema(id int) (decode.Schema, error) {
 	s.mu.Lock()
 	e := s.ids[id]
@@ -113,13 +115,13 @@ func (s *Source) Schema(id int) (decode.Schema, error) {
 		return sch, err
 	}
 	if e.fetching == nil {
-		e.fetching = make(chan struct{})
+		e.fetching, e.waitEnd = make(chan struct{}), time.Now().Add(s.cfg.wait)
 		go s.fetch(id, e, e.fetching)
 	}
-	fetching := e.fetching
+	fetching, wait := e.fetching, time.Until(e.waitEnd)
 	s.mu.Unlock()
 
-	t := time.NewTimer(s.cfg.wait)
+	t := time.NewTimer(max(wait, 0))
 	select {
 	case <-fetching:
 	case <-t.C:
