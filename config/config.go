@@ -30,6 +30,11 @@ type Config struct {
 	CommitInterval time.Duration `yaml:"commit_interval"`
 	// Fields locates the values the worker reads in each event.
 	Fields Fields `yaml:"fields"`
+	// Format says how the input and reward topics are encoded (see
+	// formats.go). Default: JSON.
+	Format Format `yaml:"format"`
+	// SchemaRegistry serves the schemas of Avro and Protobuf topics.
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry"`
 	// DedupWindow turns on duplicate detection: an event whose id
 	// (fields.id, then required) repeats one of the last DedupWindow
 	// distinct ids of its partition goes to the dead-letter topic with

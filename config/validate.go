@@ -48,6 +48,7 @@ func (c *Config) Validate() error {
 	}
 	v.timeouts(c)
 	v.fields(c)
+	v.formats(c)
 	switch {
 	case c.DedupWindow < 0:
 		v.add("dedup_window", fmt.Sprintf("must be at least 0, got %d", c.DedupWindow))

@@ -50,13 +50,17 @@ type holdState struct {
 	budget string
 }
 
-// holdBack stops the partition at r, delayed by a delay budget.
+// holdBack stops the partition at r, delayed by a delay budget or, with
+// e.RetryAt, waiting for its schema (no budget: no delay metrics).
 func (p *partition) holdBack(r *kgo.Record, e *pipeline.Event) {
-	until := e.Now
+	until, budget := e.Now, e.Fields.Budget
 	if bi := e.Fields.BudgetIndex; bi >= 0 && bi < len(p.lanes) && p.lanes[bi] != nil {
 		until = p.lanes[bi].RetryAt()
 	}
-	p.hold = holdState{on: true, epoch: r.LeaderEpoch, until: until, budget: e.Fields.Budget}
+	if !e.RetryAt.IsZero() {
+		until, budget = e.RetryAt, ""
+	}
+	p.hold = holdState{on: true, epoch: r.LeaderEpoch, until: until, budget: budget}
 	p.nextOffset = r.Offset
 }
 
@@ -79,7 +83,7 @@ type delayState struct {
 func (d *delayState) init(reg prometheus.Registerer) {
 	d.paused = map[topicPartition]paused{}
 	d.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_paused_partitions",
-		Help: "Partitions paused by a delay budget until its next period."})
+		Help: "Partitions paused by a delay budget until its next period, or waiting for a schema."})
 	d.seconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttler_delayed_seconds_total",
 		Help: "Seconds partitions spent paused by a delay budget, summed over partitions."}, []string{"budget"})
 	d.pauses = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttler_delays_total",
@@ -132,7 +136,9 @@ func (w *Worker) applyHolds(ps []*partition, held map[string]map[int32]kgo.Epoch
 		}
 		if committed {
 			w.delay.paused[topicPartition{p.topic, p.id}] = paused{until: p.hold.until, since: now, budget: p.hold.budget}
-			w.delay.pauses.WithLabelValues(p.hold.budget).Inc()
+			if p.hold.budget != "" {
+				w.delay.pauses.WithLabelValues(p.hold.budget).Inc()
+			}
 			w.log.Debug().Str("source", p.source).Int64("offset", p.nextOffset).Time("until", p.hold.until).
 				Str("budget", p.hold.budget).Msg("delayed: partition paused")
 		}
@@ -196,7 +202,7 @@ func (w *Worker) resumeRevoked(cl *kgo.Client, revoked map[string][]int32) {
 
 func (w *Worker) unpauseLocked(tp topicPartition, ps paused, now time.Time) {
 	delete(w.delay.paused, tp)
-	if d := now.Sub(ps.since); d > 0 {
+	if d := now.Sub(ps.since); d > 0 && ps.budget != "" {
 		w.delay.seconds.WithLabelValues(ps.budget).Add(d.Seconds())
 	}
 	w.delay.gauge.Set(float64(len(w.delay.paused)))

@@ -105,6 +105,8 @@ type cfg struct {
 	restarts         int
 	restartSpan      time.Duration
 	restartPause     time.Duration
+	rewardDecoding   []decode.DecodeOpt
+	readyChecks      []func() error
 }
 
 func defaultCfg() cfg {
@@ -350,4 +352,19 @@ func GiveUp(aborts int, window time.Duration) Opt {
 // DefaultRestartSpan (5m), DefaultRestartPause (1s) apart.
 func SessionRestarts(max int, span, pause time.Duration) Opt {
 	return optFunc(func(c *cfg) { c.restarts, c.restartSpan, c.restartPause = max, span, pause })
+}
+
+// RewardDecoding adds options to the decoder of reward events, after its
+// budget path (RewardPaths) and the input decoder's size and depth
+// limits: the reward topics' formats and schemas, and for Avro and
+// Protobuf the value path (decode.Paths). Default none.
+func RewardDecoding(opts ...decode.DecodeOpt) Opt {
+	return optFunc(func(c *cfg) { c.rewardDecoding = append(c.rewardDecoding, opts...) })
+}
+
+// ReadyCheck adds a condition to Ready (and /readyz): check returns why
+// the worker is not ready, nil when it is; the schema registry's
+// reachability is one. Default none.
+func ReadyCheck(check func() error) Opt {
+	return optFunc(func(c *cfg) { c.readyChecks = append(c.readyChecks, check) })
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/bytesconv"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
@@ -64,6 +63,7 @@ type partition struct {
 	hold       holdState // a delay budget stopped the partition (delay.go)
 	committed  stats.Checkpoint
 	variants   variantState
+	rewardScan *decode.Scan // the reward decoder's, in the topic's format
 
 	// flushMu serialises flushing counts: the poll loop's last commit, at
 	// shutdown, runs with rebalances allowed, so a revoke may stop (and
@@ -278,7 +278,15 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
 	e.Reset(r, now, p.source)
-	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, nil, p.tab); err != nil {
+	if p.rewardScan == nil {
+		p.rewardScan = w.rewardDec.NewScan(p.topic)
+	}
+	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, p.rewardScan, p.tab); err != nil {
+		if we, ok := err.(*decode.WaitError); ok { // its schema: wait
+			e.RetryAt = now.Add(we.RetryAfter)
+			p.holdBack(r, e)
+			return
+		}
 		re := err.(*decode.RecordError)
 		re.Stage = StageReward
 		e.Err = re
@@ -287,7 +295,7 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	}
 	v := 1.0
 	if path := w.cfg.rewardValuePath; path != "" {
-		res := gjson.Get(bytesconv.String(r.Value), path)
+		res := e.Fields.Field(r.Value, path)
 		switch res.Type {
 		case gjson.Number:
 			v = res.Num

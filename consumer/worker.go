@@ -143,7 +143,8 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	}
 	w.setShare = tree.SetShare
 	w.budgetTab.Store(dec.Table())
-	rd, err := decode.NewDecoder(budgets, decode.BudgetPath(c.rewardBudgetPath), decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth()))
+	rd, err := decode.NewDecoder(budgets, append([]decode.DecodeOpt{decode.BudgetPath(c.rewardBudgetPath),
+		decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth())}, c.rewardDecoding...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func (w *Worker) Live() error {
 }
 
 // Ready is nil once the worker has joined its group and its stats view has
-// caught up, until it starts shutting down.
+// caught up, until it starts shutting down, while every ReadyCheck is.
 func (w *Worker) Ready() error {
 	switch {
 	case !w.running.Load():
@@ -241,6 +242,11 @@ func (w *Worker) Ready() error {
 		return ErrViewBehind
 	case !w.joined.Load():
 		return ErrNotJoined
+	}
+	for _, check := range w.cfg.readyChecks {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

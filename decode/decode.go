@@ -80,6 +80,8 @@ type Decoder struct {
 	ps                                     pathSet
 	budgetAt, keyAt, idAt, scoreAt, timeAt int
 	exprAt                                 []int // by expression field
+
+	framed *framedState // formats, schemas and compiled plans (framed.go)
 }
 
 // NewDecoder returns a decoder accepting the given budget names (an event
@@ -123,6 +125,9 @@ func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
 			d.exprAt = append(d.exprAt, d.ps.add(f))
 		}
 	}
+	if err := d.initFramed(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -138,15 +143,8 @@ func (d *Decoder) results(buf *[scanBuf]span) []span {
 	return buf[:len(d.ps.segs)]
 }
 
-// field returns the value at path: res[at] when the path was captured by
+// set sets v to the value at path: res[at] when the path was captured by
 // the scan, else gjson's lookup.
-func field(doc string, path string, at int, res []span, scanned bool) jval {
-	var v jval
-	v.set(doc, path, at, res, scanned)
-	return v
-}
-
-// set sets v to the value at path, as field returns it.
 func (v *jval) set(doc string, path string, at int, res []span, scanned bool) {
 	if scanned && at >= 0 {
 		res[at].into(doc, v)
@@ -190,7 +188,10 @@ func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
 // decode stage keeps one per partition and hands it to DecodeWith, so that
 // Score reads the fields DecodeWith captured instead of looking them up
 // again. The zero value is ready; a Scan is not safe for concurrent use.
-type Scan struct{ res []span }
+type Scan struct {
+	res    []span
+	framed *framedScan // the room of framed formats (framed.go); nil for JSON
+}
 
 // DecodeWith is Decode indexing budgets by tab (nil: the decoder's own
 // names) and keeping the scan's results in s (nil: none), where Score
@@ -198,6 +199,12 @@ type Scan struct{ res []span }
 func (d *Decoder) DecodeWith(key, value []byte, ts time.Time, dst *Decoded, s *Scan, tab *BudgetTable) error {
 	if tab == nil {
 		tab = d.tab
+	}
+	if s == nil && d.cfg.framed.def.Framed() {
+		s = d.NewScan("")
+	}
+	if s != nil && s.framed != nil {
+		return d.decodeFramed(key, value, ts, dst, s, tab)
 	}
 	if s == nil {
 		var buf [scanBuf]span
@@ -228,15 +235,39 @@ func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []sp
 			return false, recErr(StageDecode, reason, "", "")
 		}
 	}
-	return scanned, d.fields(key, value, ts, dst, res, scanned, tab)
+	src := values{doc: bytesconv.String(value)}
+	return scanned, d.fields(key, ts, dst, &src, res, scanned, tab)
 }
 
-func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []span, scanned bool, tab *BudgetTable) error {
-	doc := bytesconv.String(value)
+// values is where the decoder reads the fields of one record: the JSON
+// text, or the values a framed (Avro, Protobuf) record's plan extracted.
+// The captures of a JSON scan are passed beside it: the strings of doc
+// go to the Decoded, and a slice in the same struct would go with them
+// (escape analysis does not tell fields apart), taking the stack room of
+// a scan without Scan to the heap.
+type values struct {
+	doc    string
+	framed []jval // by path index; nil for JSON
+}
 
+// get sets *v to the value at path (index at in the decoder's paths): a
+// framed record's, or res[at] when the JSON scan captured it, else
+// gjson's.
+func (src *values) get(v *jval, path string, at int, res []span, scanned bool) {
+	if src.framed != nil {
+		*v = jval{}
+		if at >= 0 {
+			*v = src.framed[at]
+		}
+		return
+	}
+	v.set(src.doc, path, at, res, scanned)
+}
+
+func (d *Decoder) fields(key []byte, ts time.Time, dst *Decoded, src *values, res []span, scanned bool, tab *BudgetTable) error {
 	// budget
 	var r jval
-	r.set(doc, d.cfg.budgetPath, d.budgetAt, res, scanned)
+	src.get(&r, d.cfg.budgetPath, d.budgetAt, res, scanned)
 	switch r.Type {
 	case gjson.String:
 		dst.Budget = r.Str
@@ -257,7 +288,7 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 	if d.cfg.keyPath == "" {
 		dst.Key = bytesconv.String(key)
 	} else {
-		r.set(doc, d.cfg.keyPath, d.keyAt, res, scanned)
+		src.get(&r, d.cfg.keyPath, d.keyAt, res, scanned)
 		switch r.Type {
 		case gjson.String:
 			dst.Key = r.Str
@@ -274,7 +305,7 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 
 	// id
 	if d.cfg.idPath != "" {
-		r.set(doc, d.cfg.idPath, d.idAt, res, scanned)
+		src.get(&r, d.cfg.idPath, d.idAt, res, scanned)
 		switch r.Type {
 		case gjson.String:
 			dst.ID = r.Str
@@ -294,13 +325,13 @@ func (d *Decoder) fields(key, value []byte, ts time.Time, dst *Decoded, res []sp
 		// The usual value, whole Unix milliseconds, straight from the
 		// text; anything else (and every refusal) by parseTime.
 		if scanned && d.timeAt >= 0 {
-			if ms, ok := res[d.timeAt].unixMilli(doc); ok {
+			if ms, ok := res[d.timeAt].unixMilli(src.doc); ok {
 				dst.Time = time.UnixMilli(ms)
 				return nil
 			}
 		}
 		dst.Time = ts // as before the field is read
-		r.set(doc, d.cfg.timePath, d.timeAt, res, scanned)
+		src.get(&r, d.cfg.timePath, d.timeAt, res, scanned)
 		t, reason := parseTime(&r)
 		if reason != "" {
 			return recErr(StageDecode, reason, d.cfg.timePath, "")
@@ -342,27 +373,33 @@ func parseTime(r *jval) (time.Time, Reason) {
 // value, which Decode must have accepted into dst. Without either, the
 // score is 0. Errors are *RecordError with stage "score".
 func (d *Decoder) Score(value []byte, dst *Decoded) error {
+	src := values{doc: bytesconv.String(value)}
 	var res []span
-	scanned := dst.scanBy == d
-	if scanned {
-		res = dst.scan.res[:len(d.ps.segs)]
+	scanned := false
+	switch {
+	case dst.scanBy != d:
+	case dst.scan.framed != nil:
+		src.framed = dst.scan.framed.vals
+	default:
+		res, scanned = dst.scan.res[:len(d.ps.segs)], true
 	}
-	return d.score(value, dst, res, scanned)
+	return d.score(&src, res, scanned, dst)
 }
 
-// score is Score with the results of decode's scan, when scanned.
-func (d *Decoder) score(value []byte, dst *Decoded, res []span, scanned bool) error {
+// score is Score reading the fields from src (and res, when scanned).
+func (d *Decoder) score(src *values, res []span, scanned bool, dst *Decoded) error {
 	var v float64
 	switch {
 	case d.expr != nil:
 		var fail scoreexpr.Failure
 		var field string
-		v, fail, field = d.evalExpr(bytesconv.String(value), res, scanned)
+		v, fail, field = d.evalExpr(src, res, scanned)
 		if fail != "" {
 			return recErr(StageScore, Reason(fail), field, "")
 		}
 	case d.cfg.scorePath != "":
-		r := field(bytesconv.String(value), d.cfg.scorePath, d.scoreAt, res, scanned)
+		var r jval
+		src.get(&r, d.cfg.scorePath, d.scoreAt, res, scanned)
 		switch r.Type {
 		case gjson.Number:
 			v = r.Num
@@ -385,14 +422,13 @@ func (d *Decoder) score(value []byte, dst *Decoded, res []span, scanned bool) er
 	return nil
 }
 
-// evalExpr evaluates the score expression over doc, reading the fields the
-// scan captured (when scanned) and the others with gjson.
-func (d *Decoder) evalExpr(doc string, res []span, scanned bool) (float64, scoreexpr.Failure, string) {
+// evalExpr evaluates the score expression over the fields of src.
+func (d *Decoder) evalExpr(src *values, res []span, scanned bool) (float64, scoreexpr.Failure, string) {
 	fields := d.expr.Fields()
 	var vars [scoreexpr.MaxFields]float64
 	var r jval
 	for i, at := range d.exprAt {
-		r.set(doc, fields[i], at, res, scanned)
+		src.get(&r, fields[i], at, res, scanned)
 		if fail := scoreexpr.FieldValue(r.Type, r.Num, &vars[i]); fail != "" {
 			return 0, fail, fields[i]
 		}

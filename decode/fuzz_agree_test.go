@@ -79,14 +79,16 @@ func checkScanAgrees(t *testing.T, d *Decoder, key, value []byte) {
 	res := d.results(&buf)
 	scanned, errFast := d.decode(key, value, ts, &fast, res, d.tab)
 	if errFast == nil {
-		errFast = d.score(value, &fast, res, scanned)
+		fastSrc := values{doc: string(value)}
+		errFast = d.score(&fastSrc, res, scanned, &fast)
 	}
 	slow.Clear()
 	var errSlow error
+	slowSrc := values{doc: string(value)}
 	if reason := d.check(value); reason != "" {
 		errSlow = recErr(StageDecode, reason, "", "")
-	} else if errSlow = d.fields(key, value, ts, &slow, nil, false, d.tab); errSlow == nil {
-		errSlow = d.score(value, &slow, nil, false)
+	} else if errSlow = d.fields(key, ts, &slow, &slowSrc, nil, false, d.tab); errSlow == nil {
+		errSlow = d.score(&slowSrc, nil, false, &slow)
 	}
 	var rf, rs *RecordError
 	switch {

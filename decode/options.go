@@ -17,6 +17,7 @@ type decodeCfg struct {
 	timePath   string
 	maxBytes   int
 	maxDepth   int
+	framed     framedCfg // formats, schemas and extra paths (format.go)
 }
 
 // BudgetPath sets the JSON path (gjson syntax) of the field naming the

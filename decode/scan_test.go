@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/throttler/throttler/internal/bytesconv"
 )
 
 var scanTestPaths = []string{"a", "b", "a.b", "a.b.c", "x-y", "_k", "budget", "user"}
@@ -142,7 +144,8 @@ func BenchmarkScanDecodeGJSON(b *testing.B) {
 		if reason := d.check(v); reason != "" {
 			b.Fatal(reason)
 		}
-		if err := d.fields(nil, v, time.Time{}, &got, nil, false, d.tab); err != nil {
+		src := values{doc: bytesconv.String(v)}
+		if err := d.fields(nil, time.Time{}, &got, &src, nil, false, d.tab); err != nil {
 			b.Fatal(err)
 		}
 	}

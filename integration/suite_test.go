@@ -118,29 +118,7 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
 		t.Fatalf("create %s: %v", events, err)
 	}
 
-	now := time.Now()
-	cfg, err := config.Parse(fmt.Appendf(nil, `brokers: [%s]
-group: %s
-topics: {input: [%s], output: %s, rejected: %s, dead_letter: %s, partitions: 3}
-fields: {budget: campaign, key: user, id: id, score: score, time: ts}
-dedup_window: 1000
-caps:
-  - {name: per-device, key: device, rate: 1000000/1h, burst: 100000, quantity: cost}
-commit_interval: 50ms
-budgets:
-  - {name: open, target: 1e9, begin: %s, end: %s}
-  - {name: tight, target: 1, period: 1h}
-layers:
-  - name: ui
-    experiments:
-      - name: colour
-        allocation: 50
-        variants:
-          - {name: red, weight: 1, topic: %s}
-          - {name: blue, weight: 1, topic: %s}
-http: {listen: "127.0.0.1:0"}
-`, strings.Join(brokers, ","), topic("group"), events, passed, rejected, dlq,
-		now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), passed, passed))
+	cfg, err := config.Parse(suiteYAML(brokers, topic("group"), events, passed, rejected, dlq, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +243,34 @@ http: {listen: "127.0.0.1:0"}
 		}
 	}
 	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"], counts["passed"]+counts["rejected"])
+}
+
+// suiteYAML is the worker configuration of the suite's runs; extra is
+// more YAML (a format section).
+func suiteYAML(brokers []string, group, events, passed, rejected, dlq, extra string) []byte {
+	now := time.Now()
+	return fmt.Appendf(nil, `brokers: [%s]
+group: %s
+topics: {input: [%s], output: %s, rejected: %s, dead_letter: %s, partitions: 3}
+fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+dedup_window: 1000
+caps:
+  - {name: per-device, key: device, rate: 1000000/1h, burst: 100000, quantity: cost}
+commit_interval: 50ms
+budgets:
+  - {name: open, target: 1e9, begin: %s, end: %s}
+  - {name: tight, target: 1, period: 1h}
+layers:
+  - name: ui
+    experiments:
+      - name: colour
+        allocation: 50
+        variants:
+          - {name: red, weight: 1, topic: %s}
+          - {name: blue, weight: 1, topic: %s}
+http: {listen: "127.0.0.1:0"}
+%s`, strings.Join(brokers, ","), group, events, passed, rejected, dlq,
+		now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), passed, passed, extra)
 }
 
 func kindName(k *badKind) string {

@@ -70,7 +70,9 @@ type CapSpec struct {
 	// Name names the cap in metrics, headers and the changelog. Required.
 	Name string
 	// KeyPath is the JSON path of the capped key. "" means the event key
-	// (Decoded.Key: the decoder's KeyPath, else the record key).
+	// (Decoded.Key: the decoder's KeyPath, else the record key). Read with
+	// Decoded.Field: for Avro and Protobuf events the decoder must list it
+	// (decode.Paths), as QuantityPath.
 	KeyPath string
 	// QuantityPath is the JSON path of what an event costs, a whole number
 	// at least 0 (0 only asks). "" means 1.
@@ -297,7 +299,7 @@ func (pc *partitionCaps) key(e *Event, sp CapSpec) ([]byte, *decode.RecordError)
 		}
 		return bytesconv.Bytes(e.Fields.Key), nil
 	}
-	r := gjson.GetBytes(e.Record.Value, sp.KeyPath)
+	r := e.Fields.Field(e.Record.Value, sp.KeyPath)
 	var k string
 	switch r.Type {
 	case gjson.String:
@@ -316,7 +318,7 @@ func (pc *partitionCaps) key(e *Event, sp CapSpec) ([]byte, *decode.RecordError)
 
 // quantity returns what the event costs a cap.
 func quantity(e *Event, sp CapSpec) (int64, *decode.RecordError) {
-	r := gjson.GetBytes(e.Record.Value, sp.QuantityPath)
+	r := e.Fields.Field(e.Record.Value, sp.QuantityPath)
 	if r.Type != gjson.Number {
 		what := "absent"
 		if r.Type != gjson.Null {

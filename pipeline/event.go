@@ -27,9 +27,11 @@ const (
 	// OutcomeDrop: the event is consumed without output and counted (for
 	// user stages that filter).
 	OutcomeDrop
-	// OutcomeDelay: a delay budget has no allowance for the event now.
-	// The partition stops at this record, is paused, and fetches it again
-	// when the budget refills. Nothing is written.
+	// OutcomeDelay: the event cannot be decided now: a delay budget has no
+	// allowance for it, or its schema could not be had yet. The partition
+	// stops at this record, is paused, and fetches it again at
+	// Event.RetryAt (when zero, when the budget refills). Nothing is
+	// written.
 	OutcomeDelay
 )
 
@@ -84,6 +86,9 @@ type Event struct {
 	// "score", …, or a user stage's reason); RejectedBy names the budget.
 	RejectReason string
 	RejectedBy   string
+	// RetryAt is when to read the record again after OutcomeDelay; zero
+	// for a delay budget's refill.
+	RetryAt time.Time
 }
 
 // DeadLetter marks the event as a bad record and returns
@@ -139,6 +144,9 @@ func (e *Event) Reset(r *kgo.Record, now time.Time, source string) {
 	}
 	if e.RejectedBy != "" {
 		e.RejectedBy = ""
+	}
+	if !e.RetryAt.IsZero() {
+		e.RetryAt = time.Time{}
 	}
 }
 

@@ -22,10 +22,12 @@ const (
 
 // DecodeStage validates the record and fills Event.Fields, indexing
 // budgets by the partition's table. Each partition keeps the room of the
-// decoder's scan, which the score stage of the same decoder reads.
+// decoder's scan, in its topic's format, which the score stage of the
+// same decoder reads. A record whose schema could not be had yet waits
+// (OutcomeDelay, RetryAt when the decoder says): it is not a bad record.
 func DecodeStage(d *decode.Decoder) Stage {
 	return Stage{Name: StageDecode, New: func(part *Partition) (Middleware, error) {
-		scan := new(decode.Scan)
+		scan := d.NewScan(part.Topic)
 		return func(next Handler) Handler {
 			return func(e *Event) Outcome {
 				r := e.Record
@@ -34,12 +36,22 @@ func DecodeStage(d *decode.Decoder) Stage {
 						fmt.Sprintf("key and headers take %d bytes, more than %d", keyAndHeadersSize(r), decode.MaxKeyAndHeaderBytes)))
 				}
 				if err := d.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, scan, part.Budgets()); err != nil {
-					return e.DeadLetter(err.(*decode.RecordError))
+					return deadOrWait(e, err)
 				}
 				return next(e)
 			}
 		}, nil
 	}}
+}
+
+// deadOrWait dead-letters e for a *decode.RecordError, or makes it wait
+// for a *decode.WaitError.
+func deadOrWait(e *Event, err error) Outcome {
+	if we, ok := err.(*decode.WaitError); ok {
+		e.RetryAt = e.Now.Add(we.RetryAfter)
+		return OutcomeDelay
+	}
+	return e.DeadLetter(err.(*decode.RecordError))
 }
 
 // ScoreStage computes Event.Fields.Score.

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/internal/bench"
 )
 
@@ -22,6 +23,9 @@ fresh output topics per round. Both sides use the same client settings,
 delivery mode and commit cadence; a round's rate counts the records
 committed after the group's first commit, over the time to the last one.
 
+With -format avro or protobuf the events are in that format, framed for
+a schema registry run in the process (the worker fetches the schema once).
+
 The pipeline decodes budget=campaign, key=user, id=id, time=ts, and paces
 one window budget to pass about half of the events (sync interval 100ms,
 lag made up over the whole window, so that it settles within the run);
@@ -35,8 +39,12 @@ rounds; with -json also the delivery mode and every round) on stdout.`,
 		rounds := fs.Int("rounds", bench.DefaultRounds, "`rounds` of each side")
 		asJSON := fs.Bool("json", false, "print the full result (every round) as JSON")
 		cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the last pipeline round to `file`")
+		format := fs.String("format", "json", "`format` of the events: json, avro or protobuf")
 		return func(ctx context.Context, e *env) error {
-			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log}
+			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format}
+			if _, err := decode.ParseFormat(*format); err != nil {
+				return badFlag("format", "want json, avro or protobuf, got %q", *format)
+			}
 			switch *delivery {
 			case "exactly-once":
 				c.Delivery = consumer.ExactlyOnce
@@ -72,10 +80,11 @@ rounds; with -json also the delivery mode and every round) on stdout.`,
 			} else {
 				out, err = json.Marshal(struct {
 					Records        int     `json:"records"`
+					Format         string  `json:"format"`
 					PipelineRPS    float64 `json:"pipeline_rps"`
 					PassthroughRPS float64 `json:"passthrough_rps"`
 					Ratio          float64 `json:"ratio"`
-				}{res.Records, res.PipelineRPS, res.PassthroughRPS, res.Ratio})
+				}{res.Records, res.Format, res.PipelineRPS, res.PassthroughRPS, res.Ratio})
 			}
 			if err != nil {
 				return err

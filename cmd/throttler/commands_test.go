@@ -12,8 +12,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/registry"
 )
 
 const testTimeout = 2 * time.Minute
@@ -109,6 +112,54 @@ func TestLoadgenCommand(t *testing.T) {
 	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	if total != 500 {
 		t.Fatalf("topic holds %d records, want 500", total)
+	}
+}
+
+// TestLoadgenAvro runs `throttler loadgen --format avro` with an
+// in-process registry: the schema is registered as events-value and every
+// record is framed with its id.
+func TestLoadgenAvro(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	reg, err := registry.StartServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	code, _, stderr := runCLI(t, ctx, "loadgen", "--brokers", b.Addr(), "--topic", "events", "--partitions", "1",
+		"--rate", "0", "--count", "50", "--budgets", "a", "--format", "avro", "--registry", reg.URL())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	ss, ok := reg.Registry().GetSchema("events-value", 1)
+	if !ok || ss.Type != sr.TypeAvro {
+		t.Fatalf("registered %+v, %v", ss, ok)
+	}
+	enc, err := loadgen.NewEncoder(loadgen.FormatAvro, ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for n := 0; n < 50; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 50", n)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			if e, err := enc.Decode(r.Value); err != nil || e.Campaign != "a" {
+				t.Fatalf("record %x: %+v, %v", r.Value, e, err)
+			}
+		})
 	}
 }
 

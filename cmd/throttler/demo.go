@@ -36,13 +36,18 @@ its URL; it closes with the demo. Every two seconds it prints each budget's
 cluster-wide progress (from the stats topic) against its ideal curve, redrawn
 in place in a terminal, as plain successive tables otherwise. At the end it stops the load, lets
 the workers commit, counts what is really in the output topics and prints
-a summary; -report and -chart write it as JSON and as an SVG chart.`,
+a summary; -report and -chart write it as JSON and as an SVG chart.
+
+With -format avro (or protobuf) the events are Avro (Protobuf) in the
+schema registry wire format, their schema in a registry the demo runs in
+the process (the workers fetch it from there); the clicks too.`,
 	setup: func(fs *flag.FlagSet) action {
 		duration := fs.Duration("duration", demo.DefaultDuration, "length of the budgets' window")
 		rate := fs.Float64("rate", demo.DefaultRate, "load in events per `second`")
 		report := fs.String("report", "", "write the JSON report to `file`")
 		chart := fs.String("chart", "", "write an SVG chart of achieved against ideal to `file`")
 		dash := fs.String("dashboard", "127.0.0.1:0", "serve the web dashboard on this `address` while the demo runs (port 0: a free one; \"\": none)")
+		format := fs.String("format", "json", "`format` of the events: json, avro or protobuf")
 		return func(ctx context.Context, e *env) error {
 			if *duration < time.Second {
 				return badFlag("duration", "must be at least 1s, got %v", *duration)
@@ -54,6 +59,9 @@ a summary; -report and -chart write it as JSON and as an SVG chart.`,
 				if _, _, err := net.SplitHostPort(*dash); err != nil {
 					return badFlag("dashboard", "%v", err)
 				}
+			}
+			if *format != "json" && *format != "avro" && *format != "protobuf" {
+				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			}
 			if err := checkOutFile("report", *report); err != nil {
 				return err
@@ -77,6 +85,7 @@ a summary; -report and -chart write it as JSON and as an SVG chart.`,
 				Redraw:    isTerminal(e.stdout),
 				Dashboard: *dash,
 				Log:       log,
+				Format:    *format,
 			})
 			if err != nil {
 				if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
@@ -19,7 +20,7 @@ const setupTimeout = 30 * time.Second
 
 var loadgenCmd = &command{
 	name:    "loadgen",
-	summary: "produce synthetic JSON events at a steady rate",
+	summary: "produce synthetic events (JSON, Avro or Protobuf) at a steady rate",
 	doc: `Produces synthetic events to a topic, creating it if missing:
 
   {"id":"1-42","user":"user-3","campaign":"a","score":0.61,"ts":1795341600000}
@@ -28,6 +29,12 @@ id is "<seed>-<sequence>"; user follows a Zipf distribution over -users
 users; campaign is drawn from -budgets (uniform, or weighted as "a:3,b:1");
 score is uniform in [0,1); ts is the event time in Unix milliseconds. The
 record key is the user. The same -seed gives the same events.
+
+With -format avro or protobuf, the events have the same fields in that
+format, in the schema registry wire format: loadgen registers its schema
+as -subject (default "<topic>-value") with the registry at -registry and
+frames every event with the schema's id (docs/formats.md shows both
+schemas).
 
 Paces to -rate events per second (0: as fast as possible) and stops after
 -duration or -count, or on SIGINT; then prints a JSON summary on stdout:
@@ -48,6 +55,9 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 		skew := fs.Float64("skew", loadgen.DefaultSkew, "Zipf `exponent` of user popularity, above 1")
 		seed := fs.Uint64("seed", 1, "random `seed`; also prefixes the event ids")
 		parts := fs.Int("partitions", 12, "partition `count` if the topic has to be created")
+		format := fs.String("format", loadgen.FormatJSON, "event `format`: json, avro or protobuf")
+		registryURL := fs.String("registry", "", "schema registry `URL` (avro and protobuf)")
+		subject := fs.String("subject", "", "registry `subject` of the schema (default \"<topic>-value\")")
 		return func(ctx context.Context, e *env) error {
 			switch {
 			case len(budgets) == 0:
@@ -64,6 +74,10 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 				return badFlag("partitions", "must be at least 1, got %d", *parts)
 			case *topic == "":
 				return badFlag("topic", "must not be empty")
+			case *format != loadgen.FormatJSON && *format != loadgen.FormatAvro && *format != loadgen.FormatProtobuf:
+				return badFlag("format", "want json, avro or protobuf, got %q", *format)
+			case *format != loadgen.FormatJSON && *registryURL == "":
+				return badFlag("registry", "is required with -format %s", *format)
 			}
 			opts, err := kf.opts()
 			if err != nil {
@@ -83,19 +97,41 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 			if err != nil {
 				return fmt.Errorf("topic %s on %v: %w", *topic, *kf.brokers, err)
 			}
+			enc, err := loadgenEncoder(ctx, *format, *registryURL, *subject, *topic)
+			if err != nil {
+				return err
+			}
 			cl, err := kgo.NewClient(opts...)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			e.log.Info().Str("topic", *topic).Float64("rate", *rate).Dur("duration", *duration).
+			e.log.Info().Str("topic", *topic).Str("format", enc.Format()).Float64("rate", *rate).Dur("duration", *duration).
 				Uint64("count", *count).Msg("producing")
 			sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{
-				Topic: *topic, Rate: *rate, Duration: *duration, Count: *count,
+				Topic: *topic, Rate: *rate, Duration: *duration, Count: *count, Encoder: enc,
 			})
 			out, _ := json.Marshal(sum)
 			fmt.Fprintln(e.stdout, string(out))
 			return err
 		}
 	},
+}
+
+// loadgenEncoder returns the encoder of format, its schema registered as
+// subject (default "<topic>-value") with the registry at url.
+func loadgenEncoder(ctx context.Context, format, url, subject, topic string) (loadgen.Encoder, error) {
+	if format == loadgen.FormatJSON {
+		return loadgen.Encoder{}, nil
+	}
+	if subject == "" {
+		subject = topic + "-value"
+	}
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return loadgen.Encoder{}, badFlag("registry", "%v", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	return loadgen.Register(rctx, cl, subject, format)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/controlfeed"
 	"github.com/throttler/throttler/internal/kafkaconn"
+	"github.com/throttler/throttler/internal/registry"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
@@ -25,6 +26,9 @@ import (
 type Parts struct {
 	Tree    *flow.Tree
 	Decoder *decode.Decoder
+	// Registry gives the schemas of Avro and Protobuf topics; nil when
+	// every topic is JSON.
+	Registry *registry.Source
 	// ClientOpts reach the brokers: seed brokers, TLS, SASL and the
 	// timeouts that are set.
 	ClientOpts []kgo.Opt
@@ -50,7 +54,11 @@ func FromConfig(c *config.Config) (Parts, error) {
 	for i, b := range budgets {
 		names[i] = b.Name
 	}
-	dec, err := decoder(c, names)
+	fm, err := formatsOf(c)
+	if err != nil {
+		return Parts{}, err
+	}
+	dec, err := decoder(c, names, fm.input...)
 	if err != nil {
 		return Parts{}, err
 	}
@@ -72,7 +80,9 @@ func FromConfig(c *config.Config) (Parts, error) {
 	if topic := c.Topics.Control; topic != "" {
 		opts = append(opts, consumer.OnStart(FollowControl(topic)))
 	}
-	return Parts{Tree: tree, Decoder: dec, ClientOpts: conn, Opts: append([]consumer.Opt{consumer.ClientOpts(conn...)}, opts...)}, nil
+	opts = append(append(opts, consumer.RewardDecoding(fm.rewards...)), fm.worker...)
+	return Parts{Tree: tree, Decoder: dec, Registry: fm.source, ClientOpts: conn,
+		Opts: append([]consumer.Opt{consumer.ClientOpts(conn...)}, opts...)}, nil
 }
 
 // FollowControl returns the StartFunc that applies the control topic's
@@ -100,8 +110,8 @@ func NewWorker(c *config.Config, opts ...consumer.Opt) (*consumer.Worker, *flow.
 }
 
 // decoder returns the decoder of the configuration's fields, accepting
-// the budgets names.
-func decoder(c *config.Config, names []string) (*decode.Decoder, error) {
+// the budgets names, with more options (the formats').
+func decoder(c *config.Config, names []string, more ...decode.DecodeOpt) (*decode.Decoder, error) {
 	f := c.Fields
 	dopts := []decode.DecodeOpt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
 		// Experiments bucket events by key: a keyless event is a bad
@@ -110,7 +120,7 @@ func decoder(c *config.Config, names []string) (*decode.Decoder, error) {
 	if f.Budget != "" {
 		dopts = append(dopts, decode.BudgetPath(f.Budget))
 	}
-	return decode.NewDecoder(names, dopts...)
+	return decode.NewDecoder(names, append(dopts, more...)...)
 }
 
 // workerOpts returns the worker options of the configuration but the

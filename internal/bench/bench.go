@@ -16,7 +16,10 @@
 // out of both.
 //
 // The pipeline's configuration: events from internal/loadgen (one
-// campaign "a"), fields budget=campaign, key=user, id=id, time=ts; one
+// campaign "a") in Config.Format (Avro and Protobuf framed for a schema
+// registry in the process, whose schema the worker fetches once; the
+// passthrough copies the same bytes), fields budget=campaign, key=user,
+// id=id, time=ts; one
 // unscored window budget "a" paced to pass about half of the events at the
 // expected rate (see newPipeline); no rejected topic (rejects are dropped
 // and counted), no experiments; a sync interval of 100ms.
@@ -79,6 +82,9 @@ type Config struct {
 	CPUProfile io.Writer
 	// Log receives progress at info level. Default: none.
 	Log zerolog.Logger
+	// Format of the input: json, avro or protobuf (through a schema
+	// registry in the process). Default json.
+	Format string
 }
 
 // Round is one measured round.
@@ -92,6 +98,9 @@ type Round struct {
 	// Passed is the fraction of records the pipeline passed (pipeline
 	// rounds only).
 	Passed float64 `json:"passed,omitempty"`
+	// DeadLetters counts the records the pipeline dead-lettered (none
+	// expected: every record is good).
+	DeadLetters float64 `json:"dead_letters,omitempty"`
 }
 
 // Result is what Run measured. PipelineRPS and PassthroughRPS are the
@@ -99,6 +108,7 @@ type Round struct {
 type Result struct {
 	Records        int     `json:"records"`
 	Delivery       string  `json:"delivery"`
+	Format         string  `json:"format"`
 	PipelineRPS    float64 `json:"pipeline_rps"`
 	PassthroughRPS float64 `json:"passthrough_rps"`
 	Ratio          float64 `json:"ratio"`
@@ -132,6 +142,9 @@ func (c *Config) defaults() error {
 	case c.Delivery > consumer.AtLeastOnce:
 		return fmt.Errorf("%w: unknown delivery", ErrConfig)
 	}
+	if _, err := decode.ParseFormat(c.Format); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
 	return nil
 }
 
@@ -156,6 +169,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	defer b.Close()
 	r := &runner{c: c, addrs: b.Addrs()}
+	stopFormat, err := r.setupFormat(ctx)
+	defer stopFormat()
+	if err != nil {
+		return Result{}, err
+	}
 	if r.admCl, err = kgo.NewClient(kgo.SeedBrokers(r.addrs...)); err != nil {
 		return Result{}, err
 	}
@@ -165,7 +183,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{Records: c.Records, Delivery: c.Delivery.String()}
+	res := Result{Records: c.Records, Delivery: c.Delivery.String(), Format: r.enc.Format()}
 	var pipe, pass []float64
 	for i := range c.Rounds {
 		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
@@ -220,10 +238,12 @@ func median(xs []float64) float64 {
 }
 
 type runner struct {
-	c     Config
-	addrs []string
-	admCl *kgo.Client
-	adm   *kadm.Client
+	c       Config
+	addrs   []string
+	admCl   *kgo.Client
+	adm     *kadm.Client
+	enc     loadgen.Encoder    // of the input's format
+	decOpts []decode.DecodeOpt // the pipeline decoder's of the format
 }
 
 // clientOpts are the connection settings of both sides. The worker puts
@@ -243,7 +263,7 @@ func (r *runner) produceInput(ctx context.Context) error {
 	}
 	defer cl.Close()
 	t0 := time.Now()
-	sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: inputTopic, Count: uint64(r.c.Records)})
+	sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: inputTopic, Count: uint64(r.c.Records), Encoder: r.enc})
 	if err != nil {
 		return fmt.Errorf("produce input: %w", err)
 	}
@@ -366,7 +386,7 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 	if err := r.createTopics(ctx, topics.Output, topics.DeadLetter); err != nil {
 		return Round{}, err
 	}
-	w, err := newPipeline(r.clientOpts(), group, topics, r.c.Delivery, time.Now(), expectRPS, r.c.Log)
+	w, err := newPipeline(r.clientOpts(), group, topics, r.c.Delivery, time.Now(), expectRPS, r.c.Log, r.decOpts...)
 	if err != nil {
 		return Round{}, err
 	}
@@ -383,7 +403,8 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 		return Round{}, err
 	}
 	logCommits(r.c.Log, w)
-	return Round{Side: "pipeline", RPS: rps, Seconds: secs, CPUMicros: cpu, Passed: passed(w) / float64(r.c.Records)}, nil
+	return Round{Side: "pipeline", RPS: rps, Seconds: secs, CPUMicros: cpu,
+		Passed: counter(w, "throttler_passed_total") / float64(r.c.Records), DeadLetters: counter(w, "throttler_dead_lettered_total")}, nil
 }
 
 // logCommits logs, at debug level, the worker's commit count and time by
@@ -412,7 +433,7 @@ func logCommits(log zerolog.Logger, w *consumer.Worker) {
 // and the lag behind the ideal curve made up over the whole window rather
 // than over three sync intervals (the start-up time of the worker counts
 // as lag, which would otherwise make it pass nearly everything).
-func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consumer.Delivery, now time.Time, expectRPS float64, log zerolog.Logger) (*consumer.Worker, error) {
+func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consumer.Delivery, now time.Time, expectRPS float64, log zerolog.Logger, decOpts ...decode.DecodeOpt) (*consumer.Worker, error) {
 	const window = time.Hour
 	tree, err := flow.NewTree([]flow.Budget{{
 		Name:   budgetName,
@@ -423,8 +444,8 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consume
 	if err != nil {
 		return nil, err
 	}
-	dec, err := decode.NewDecoder([]string{budgetName},
-		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts"))
+	dec, err := decode.NewDecoder([]string{budgetName}, append([]decode.DecodeOpt{
+		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -439,15 +460,15 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consume
 	)
 }
 
-// passed returns the worker's throttler_passed_total.
-func passed(w *consumer.Worker) float64 {
+// counter returns the sum of the worker's counter name.
+func counter(w *consumer.Worker, name string) float64 {
 	mfs, err := w.Gatherer().Gather()
 	if err != nil {
 		return 0
 	}
 	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() == "throttler_passed_total" {
+		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
 				n += m.GetCounter().GetValue()
 			}

@@ -52,8 +52,26 @@ func TestRunTiny(t *testing.T) {
 	}
 }
 
+// TestRunTinyFormats runs a tiny bench of Avro and Protobuf events: the
+// pipeline decodes every record (no dead letter). It asserts no speed.
+func TestRunTinyFormats(t *testing.T) {
+	for _, f := range []string{"avro", "protobuf"} {
+		t.Run(f, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := Run(ctx, Config{Records: 20000, Rounds: 1, Partitions: 4, DataDir: t.TempDir(), Format: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Format != f || len(res.Rounds) != 2 || res.Rounds[1].DeadLetters != 0 || !(res.PipelineRPS > 0) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
 func TestRunConfigErrors(t *testing.T) {
-	for _, c := range []Config{{Records: -1}, {Rounds: -2}, {Partitions: -1}, {Delivery: 9}} {
+	for _, c := range []Config{{Records: -1}, {Rounds: -2}, {Partitions: -1}, {Delivery: 9}, {Format: "xml"}} {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}

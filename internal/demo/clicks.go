@@ -2,12 +2,14 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"hash/fnv"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/pipeline"
-	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,6 +20,7 @@ import (
 // budgets' window ends are not produced.
 type clicker struct {
 	cl    *kgo.Client
+	enc   loadgen.Encoder // of the passed events
 	share float64
 	delay time.Duration
 	end   time.Time
@@ -43,7 +46,7 @@ type click struct {
 	name string
 }
 
-func newClicker(brokers []string, share float64, delay time.Duration, end time.Time) (*clicker, error) {
+func newClicker(brokers []string, share float64, delay time.Duration, end time.Time, enc loadgen.Encoder) (*clicker, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(outputTopics...),
@@ -55,7 +58,7 @@ func newClicker(brokers []string, share float64, delay time.Duration, end time.T
 	if err != nil {
 		return nil, err
 	}
-	return &clicker{cl: cl, share: share, delay: delay, end: end, sent: map[string]uint64{}}, nil
+	return &clicker{cl: cl, enc: enc, share: share, delay: delay, end: end, sent: map[string]uint64{}}, nil
 }
 
 // clicked reports whether the event with this id gets a click: a hash of
@@ -88,12 +91,17 @@ func (c *clicker) run(ctx context.Context) {
 		read := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
 			due := read.Add(c.delay)
-			id := []byte(gjson.GetBytes(r.Value, "id").Raw)
+			ev, err := c.enc.Decode(r.Value)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			id := []byte(strconv.Quote(ev.ID)) // the id's JSON text
 			if due.After(c.end) || !c.clicked(id) {
 				return
 			}
 			budget := header(r, pipeline.HeaderBudget)
-			v := []byte(`{"campaign":` + gjson.GetBytes(r.Value, "campaign").Raw + `,"id":` + string(id) + `,"user":` + gjson.GetBytes(r.Value, "user").Raw + `}`)
+			v := c.clickValue(ev, due)
 			c.queue = append(c.queue, click{due: due, name: budget, rec: &kgo.Record{Topic: topicClicks, Key: r.Key, Value: v}})
 		})
 		c.emit(ctx, time.Now())
@@ -103,6 +111,22 @@ func (c *clicker) run(ctx context.Context) {
 	if err := c.cl.Flush(fctx); err != nil {
 		c.fail(err)
 	}
+}
+
+// clickValue is the click of a passed event: a JSON object of its
+// campaign, id and user, or in Avro or Protobuf the event's own schema
+// (score 0, the click's time).
+func (c *clicker) clickValue(ev loadgen.Event, at time.Time) []byte {
+	if c.enc.Format() == loadgen.FormatJSON {
+		v, _ := json.Marshal(struct {
+			Campaign string `json:"campaign"`
+			ID       string `json:"id"`
+			User     string `json:"user"`
+		}{ev.Campaign, ev.ID, ev.User})
+		return v
+	}
+	click := loadgen.Event{ID: ev.ID, User: ev.User, Campaign: ev.Campaign, Time: at}
+	return c.enc.Append(nil, &click)
 }
 
 // emit produces the clicks that are due, in order.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/pipeline"
-	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -84,7 +84,7 @@ type counted struct {
 
 // countTopics counts the passed events in the output and variant topics,
 // the clicks in the reward topic and the events in the input topic.
-func countTopics(ctx context.Context, brokers []string, adm *kadm.Client) (*counted, error) {
+func countTopics(ctx context.Context, brokers []string, adm *kadm.Client, enc loadgen.Encoder) (*counted, error) {
 	c := &counted{
 		passes:   map[string]uint64{},
 		variants: map[string]uint64{},
@@ -93,7 +93,9 @@ func countTopics(ctx context.Context, brokers []string, adm *kadm.Client) (*coun
 	}
 	err := readAll(ctx, brokers, adm, append(append([]string(nil), outputTopics...), topicClicks), func(r *kgo.Record) {
 		if r.Topic == topicClicks {
-			c.clicks[gjson.GetBytes(r.Value, "campaign").String()]++
+			if ev, err := enc.Decode(r.Value); err == nil { // the clicks are in the events' format
+				c.clicks[ev.Campaign]++
+			}
 			return
 		}
 		c.passes[header(r, pipeline.HeaderBudget)]++

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -80,6 +81,9 @@ type Config struct {
 	// DataDir is the broker's data dir. Default: a temporary directory,
 	// removed at the end.
 	DataDir string
+	// Format of the events: json, avro or protobuf (through a schema
+	// registry run in the process). Default json.
+	Format string
 }
 
 func (c *Config) defaults() error {
@@ -119,6 +123,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("demo: reward share must be in (0, 1], got %v", c.RewardShare)
 	case c.StartDelay < 0 || c.RewardDelay < 0 || c.SyncInterval < config.MinSyncInterval:
 		return errors.New("demo: negative delay or sync interval below 10ms")
+	case c.Format != "" && !slices.Contains(config.FormatNames, c.Format):
+		return fmt.Errorf("demo: format must be json, avro or protobuf, got %q", c.Format)
 	}
 	return nil
 }
@@ -146,7 +152,8 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	begin := start.Add(c.StartDelay).Truncate(time.Second).Add(time.Second)
 	end := begin.Add(c.Duration)
-	cfg, err := workerConfig(c, brokers, begin, end)
+	fm, cfg, err := formatConfig(ctx, c, brokers, begin, end)
+	defer fm.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +165,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	defer stopAll()
 	// Load, from now on: events before the window are rejected as not
 	// started, and the workers are busy by the time it begins.
-	load, err := startLoad(ctx, c, brokers)
+	load, err := startLoad(ctx, c, brokers, fm.enc)
 	if err != nil {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
@@ -182,7 +189,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	wt := &watcher{view: view, trees: trees, budgets: cfg.Budgets, begin: begin, end: end,
 		samples: map[string][]Sample{}, redraw: c.Redraw}
 
-	clk, clickDone, err := startClicks(ctx, c, brokers, end)
+	clk, clickDone, err := startClicks(ctx, c, brokers, end, fm.enc)
 	if err != nil {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
@@ -209,7 +216,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	cctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	cnt, err := countTopics(cctx, brokers, adm)
+	cnt, err := countTopics(cctx, brokers, adm, fm.enc)
 	if err != nil {
 		return nil, err
 	}

@@ -54,14 +54,21 @@ func TestTable(t *testing.T) {
 // it completes, that events were produced and passed, and that the
 // summary agrees with the topics and with the cluster's own counters. It
 // asserts nothing about speed or accuracy: the 1% bar is for the full run.
+// It runs with JSON events, and with Avro events through a registry.
 func TestRunShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker and three workers for about 30s")
 	}
+	for _, format := range []string{"json", "avro"} {
+		t.Run(format, func(t *testing.T) { runShort(t, format) })
+	}
+}
+
+func runShort(t *testing.T, format string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	res, err := Run(ctx, Config{Duration: 12 * time.Second, Rate: 1000, Progress: &progress, Dashboard: "127.0.0.1:0"})
+	res, err := Run(ctx, Config{Duration: 12 * time.Second, Rate: 1000, Progress: &progress, Dashboard: "127.0.0.1:0", Format: format})
 	if err != nil {
 		t.Fatal(err)
 	}

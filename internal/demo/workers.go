@@ -107,7 +107,7 @@ type load struct {
 }
 
 // startLoad starts producing the demo's events at c.Rate.
-func startLoad(ctx context.Context, c Config, brokers []string) (*load, error) {
+func startLoad(ctx context.Context, c Config, brokers []string, enc loadgen.Encoder) (*load, error) {
 	gen, err := loadgen.New(loadgen.Config{Seed: 1, Users: c.Users, Budgets: loadBudgets()})
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func startLoad(ctx context.Context, c Config, brokers []string) (*load, error) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		l.sum, l.err = loadgen.Run(loadCtx, prod, gen, loadgen.RunConfig{Topic: topicEvents, Rate: c.Rate})
+		l.sum, l.err = loadgen.Run(loadCtx, prod, gen, loadgen.RunConfig{Topic: topicEvents, Rate: c.Rate, Encoder: enc})
 	}()
 	return l, nil
 }
@@ -158,8 +158,8 @@ func (r *Result) waitReady(ctx context.Context, adm *kadm.Client, ws []*worker, 
 }
 
 // startClicks starts the reward simulator; done is closed when it ends.
-func startClicks(ctx context.Context, c Config, brokers []string, end time.Time) (clk *clicker, done <-chan struct{}, err error) {
-	clk, err = newClicker(brokers, c.RewardShare, c.RewardDelay, end)
+func startClicks(ctx context.Context, c Config, brokers []string, end time.Time, enc loadgen.Encoder) (clk *clicker, done <-chan struct{}, err error) {
+	clk, err = newClicker(brokers, c.RewardShare, c.RewardDelay, end, enc)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -37,6 +37,9 @@ type RunConfig struct {
 	// FlushTimeout bounds the wait for the last records to be acknowledged
 	// once the run stops (also when ctx is done). Default 10s.
 	FlushTimeout time.Duration
+	// Encoder writes the events (Register makes one of Avro or Protobuf).
+	// Default: JSON.
+	Encoder Encoder
 }
 
 // Summary is the outcome of a run.
@@ -183,7 +186,7 @@ func (r *runner) produce(now time.Time, n uint64) {
 		rec := &kgo.Record{
 			Topic:     r.rc.Topic,
 			Key:       []byte(e.User),
-			Value:     e.AppendJSON(make([]byte, 0, 128)),
+			Value:     r.rc.Encoder.Append(make([]byte, 0, 128), &e),
 			Timestamp: now,
 		}
 		r.sent++

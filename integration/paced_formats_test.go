@@ -1,0 +1,113 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/testwait"
+)
+
+// TestPacedFormats paces one window budget over JSON, Avro and Protobuf
+// events alike (each format on its own broker and worker, in parallel):
+// the passes delivered end within 1% of the target, and equal the passes
+// the worker counted.
+func TestPacedFormats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 20 s window per format")
+	}
+	for _, format := range []string{loadgen.FormatJSON, loadgen.FormatAvro, loadgen.FormatProtobuf} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			runPacedFormat(t, format)
+		})
+	}
+}
+
+func runPacedFormat(t *testing.T, format string) {
+	const (
+		rate   = 1000
+		window = 20 * time.Second
+		target = 5000 // a quarter of the traffic
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, srv := startBrokerAndRegistry(ctx, t, broker.Partitions(6), broker.SeedTopics("events"))
+	addrs := strings.Join(b.Addrs(), ",")
+	var enc loadgen.Encoder
+	if format != loadgen.FormatJSON {
+		cl, err := sr.NewClient(sr.URLs(srv.URL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc, err = loadgen.Register(ctx, cl, "events-value", format); err != nil {
+			t.Fatal(err)
+		}
+	}
+	begin := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	end := begin.Add(window)
+	cfg, err := config.Parse(fmt.Appendf(nil, `brokers: [%s]
+group: paced-%s
+topics: {input: [events], output: passed, partitions: 6}
+fields: {budget: campaign, key: user, id: id, time: ts}
+format: {input: %s}
+schema_registry: {urls: [%q]}
+budgets: [{name: campaign, target: %d, begin: %s, end: %s}]
+http: {listen: "127.0.0.1:0"}
+`, addrs, format, format, srv.URL(), target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tree, stop := runWorker(ctx, t, cfg, zerolog.WarnLevel)
+	out := followOutput(ctx, t, addrs, "passed", "campaign")
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	g, err := loadgen.New(loadgen.Config{Seed: 7, Users: 500, Budgets: []loadgen.Budget{{Name: "campaign", Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The load from now to a little after the window's end.
+	if _, err := loadgen.Run(ctx, prod, g, loadgen.RunConfig{Topic: "events", Rate: rate,
+		Duration: time.Until(end.Add(2 * time.Second)), Encoder: enc}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, "the worker to count what the output holds", func() bool {
+		r, ok := localReport(tree, "campaign")
+		return ok && uint64(out.total()) == r && out.total() > 0
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	got := out.total()
+	t.Logf("%s: delivered %d of %d (%+.2f%%)", format, got, target, 100*float64(got-target)/target)
+	if math.Abs(float64(got-target)) > 0.01*target {
+		t.Errorf("%s: delivered %d passes, want within 1%% of %d", format, got, target)
+	}
+}
+
+// localReport returns the passes the worker's tree counts for budget.
+func localReport(tree *flow.Tree, budget string) (uint64, bool) {
+	var n uint64
+	ok := false
+	for _, r := range tree.Reports(time.Now(), nil) {
+		if r.Budget == budget {
+			n, ok = n+r.Total.Passed, true
+		}
+	}
+	return n, ok
+}

@@ -1,0 +1,138 @@
+package registry
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of the options.
+const (
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultWait           = 2 * time.Second
+	DefaultMinBackoff     = 100 * time.Millisecond
+	DefaultMaxBackoff     = 2 * time.Second
+	DefaultUnknownFor     = 10 * time.Second
+)
+
+// ErrConfig is wrapped by New's errors about its arguments.
+var ErrConfig = errors.New("invalid schema registry configuration")
+
+// Opt configures a Source.
+type Opt interface{ apply(*cfg) }
+
+type optFunc func(*cfg)
+
+func (f optFunc) apply(c *cfg) { f(c) }
+
+type cfg struct {
+	tls                    *tls.Config
+	user, pass             string
+	requestTimeout         time.Duration
+	wait                   time.Duration
+	minBackoff, maxBackoff time.Duration
+	unknownFor             time.Duration
+	now                    func() time.Time
+	log                    zerolog.Logger
+}
+
+func defaultCfg() cfg {
+	return cfg{requestTimeout: DefaultRequestTimeout, wait: DefaultWait, minBackoff: DefaultMinBackoff,
+		maxBackoff: DefaultMaxBackoff, unknownFor: DefaultUnknownFor, now: time.Now, log: zerolog.Nop()}
+}
+
+func (c *cfg) validate(urls []string) error {
+	switch {
+	case len(urls) == 0:
+		return fmt.Errorf("%w: no URL", ErrConfig)
+	case c.requestTimeout <= 0 || c.wait < 0 || c.unknownFor < 0:
+		return fmt.Errorf("%w: timeouts must be positive", ErrConfig)
+	case c.minBackoff <= 0 || c.maxBackoff < c.minBackoff:
+		return fmt.Errorf("%w: backoff from %v to %v", ErrConfig, c.minBackoff, c.maxBackoff)
+	case c.now == nil:
+		return fmt.Errorf("%w: nil clock", ErrConfig)
+	}
+	return nil
+}
+
+// backoff returns the wait after fails failed fetches in a row: doubling
+// from the minimum to the maximum.
+func (c *cfg) backoff(fails int) time.Duration {
+	d := c.minBackoff
+	for i := 1; i < fails && d < c.maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.maxBackoff)
+}
+
+// TLS sets the TLS configuration of https URLs. Default: the system's.
+func TLS(t *tls.Config) Opt { return optFunc(func(c *cfg) { c.tls = t }) }
+
+// BasicAuth sets the user and password of HTTP basic authentication.
+// Default none.
+func BasicAuth(user, pass string) Opt { return optFunc(func(c *cfg) { c.user, c.pass = user, pass }) }
+
+// RequestTimeout bounds one request to the registry. Default
+// DefaultRequestTimeout (5s).
+func RequestTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.requestTimeout = d }) }
+
+// Wait is how long Schema waits for a fetch (a partition waits with it)
+// before answering that the schema is not available yet; the fetch goes
+// on. Default DefaultWait (2s).
+func Wait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.wait = d }) }
+
+// Backoff sets the wait after a failed fetch of an id before the next,
+// doubling from min to max. Default DefaultMinBackoff (100ms) to
+// DefaultMaxBackoff (2s).
+func Backoff(min, max time.Duration) Opt {
+	return optFunc(func(c *cfg) { c.minBackoff, c.maxBackoff = min, max })
+}
+
+// UnknownFor is how long the registry's answer that it has no schema of
+// an id is believed before it is asked again (meanwhile records of the id
+// are dead-lettered, reason unknown_schema). Default DefaultUnknownFor
+// (10s).
+func UnknownFor(d time.Duration) Opt { return optFunc(func(c *cfg) { c.unknownFor = d }) }
+
+// WithClock sets the clock of backoffs. Default time.Now.
+func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now = now }) }
+
+// WithLogger sets the logger. Default zerolog.Nop().
+func WithLogger(l zerolog.Logger) Opt {
+	return optFunc(func(c *cfg) { c.log = l.With().Str("subsystem", "schema-registry").Logger() })
+}
+
+// SetLogger sets the logger of a running source (as WithLogger).
+func (s *Source) SetLogger(l zerolog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	WithLogger(l).apply(&s.cfg)
+}
+
+// metrics are a Source's collectors.
+type metrics struct {
+	up       prometheus.Gauge
+	requests *prometheus.CounterVec
+	waits    prometheus.Counter
+	cached   prometheus.Gauge
+}
+
+func (m *metrics) init() {
+	m.up = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_schema_registry_up",
+		Help: "1 when the last fetch from the schema registry got an answer, 0 when it failed."})
+	m.up.Set(1)
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttler_schema_registry_requests_total",
+		Help: "Schema fetches from the registry, by result: ok, unknown (no such id), error."}, []string{"result"})
+	m.waits = prometheus.NewCounter(prometheus.CounterOpts{Name: "throttler_schema_waits_total",
+		Help: "Times a record was held (its partition paused, nothing dead-lettered) because its schema could not be had yet."})
+	m.cached = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_schemas_cached",
+		Help: "Schemas fetched and kept."})
+}
+
+func (m *metrics) all() []prometheus.Collector {
+	return []prometheus.Collector{m.up, m.requests, m.waits, m.cached}
+}
