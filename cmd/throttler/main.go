@@ -44,6 +44,7 @@ var commands = []*command{
 	budgetDeleteCmd,
 	budgetResetCmd,
 	budgetListCmd,
+	budgetImportCmd,
 }
 
 // command is one subcommand.
