@@ -108,6 +108,9 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{st("--sasl-mechanism", "scram-sha-1", "--sasl-user", "u", "--sasl-password", "p"), 2, []string{"flag -sasl-mechanism"}},
 		{st("--tls-ca", missing), 2, []string{"flag -tls-ca", "cannot read"}},
 		{st("--timeout", "-1s"), 2, []string{"flag -timeout", "must be positive"}},
+		{st("--top", "-3"), 2, []string{"flag -top", "at least 0"}},
+		{st("--budget", "[z-a]"), 2, []string{"flag -budget", "invalid"}},
+		{st("--budget", ""), 2, []string{"-budget", "must not be empty"}},
 		// budget
 		{[]string{"budget", "set", "--brokers", brokers, "--name", "a", "--target", "10", "--period", "1m", "--sasl-mechanism", "PLAIN", "--sasl-user", "u"}, 2,
 			[]string{"flag -sasl-password", "must be set"}},
