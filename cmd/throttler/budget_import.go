@@ -141,7 +141,7 @@ func readBudgetsFile(e *env, file string) ([]config.Budget, []int, error) {
 		for _, p := range ps {
 			fmt.Fprintln(e.stdout, p.Error())
 		}
-		fmt.Fprintf(e.stderr, "throttler budget import: %s has %d problem(s); nothing was written\n", file, len(ps))
+		fmt.Fprintf(e.stderr, "%s has %d problem(s); nothing was written\n", file, len(ps))
 		return nil, nil, exitCode(exitFailure)
 	}
 	return budgets, lines, nil

@@ -88,3 +88,27 @@ func TestBudgetImport(t *testing.T) {
 		t.Fatalf("a refused import wrote: exit %d %q", code, stdout)
 	}
 }
+
+func TestBudgetChurn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := startEventsBroker(ctx, t)
+	file := filepath.Join(t.TempDir(), "light.jsonl")
+	if err := os.WriteFile(file, []byte(budgetLines(20, 50)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, ctx, "budget", "churn", "--brokers", b.Addr(), "--group", "bc",
+		"--rate", "300", "--duration", "300ms", "--change", file)
+	var sum struct{ Adds, Changes, Deletes int }
+	if code != 0 || json.Unmarshal([]byte(stdout), &sum) != nil {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	if n := sum.Adds + sum.Changes + sum.Deletes; n == 0 || n > 90 || sum.Changes == 0 || sum.Deletes == 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	// What it wrote is on the control topic: the adds not deleted since.
+	code, stdout, _ = runCLI(t, ctx, "budget", "list", "--brokers", b.Addr(), "--group", "bc", "--name", "churn-*")
+	if code != 0 || strings.Count(stdout, `"deleted":true`) != sum.Deletes || strings.Count(stdout, "\n") != sum.Adds {
+		t.Fatalf("list: exit %d\n%s", code, stdout)
+	}
+}

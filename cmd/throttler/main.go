@@ -45,6 +45,7 @@ var commands = []*command{
 	budgetResetCmd,
 	budgetListCmd,
 	budgetImportCmd,
+	budgetChurnCmd,
 }
 
 // command is one subcommand.
