@@ -38,6 +38,7 @@ var commands = []*command{
 	demoCmd,
 	simulateCmd,
 	benchCmd,
+	scaleCmd,
 	statusCmd,
 	dashboardCmd,
 	budgetSetCmd,

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"io"
-	"math"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -80,18 +79,9 @@ func (c *Config) budgets(now time.Time, expectRPS float64) []flow.Budget {
 	if c.Budgets <= 1 {
 		return []flow.Budget{mk(budgetName, 1)}
 	}
-	weights := make([]float64, c.Budgets)
-	var sum float64
-	for k := range weights {
-		weights[k] = 1
-		if c.Skew > 0 {
-			weights[k] = math.Pow(1+float64(k), -c.Skew)
-		}
-		sum += weights[k]
-	}
 	out := make([]flow.Budget, c.Budgets)
-	for k, w := range weights {
-		out[k] = mk(loadgen.SpreadName(spreadPrefix, k, c.Budgets), w/sum)
+	for k, share := range loadgen.SpreadShares(c.Budgets, c.Skew) {
+		out[k] = mk(loadgen.SpreadName(spreadPrefix, k, c.Budgets), share)
 	}
 	return out
 }

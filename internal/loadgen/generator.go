@@ -186,18 +186,23 @@ func (g *Generator) setSpread(sp Spread, total float64) error {
 	return nil
 }
 
-// SpreadShare returns the share of the events that rank k of a spread of
-// count budgets and exponent skew receives within the spread (uniform for
-// skew 0): 1/(1+k)^skew over the sum of all ranks' weights.
-func SpreadShare(k, count int, skew float64) float64 {
-	if skew == 0 {
-		return 1 / float64(count)
-	}
+// SpreadShares returns the share of the events that each rank of a
+// spread of count budgets and exponent skew receives within the spread
+// (uniform for skew 0): 1/(1+k)^skew over the sum of all ranks' weights.
+func SpreadShares(count int, skew float64) []float64 {
+	out := make([]float64, count)
 	var sum float64
-	for i := range count {
-		sum += math.Pow(1+float64(i), -skew)
+	for k := range out {
+		out[k] = 1
+		if skew != 0 {
+			out[k] = math.Pow(1+float64(k), -skew)
+		}
+		sum += out[k]
 	}
-	return math.Pow(1+float64(k), -skew) / sum
+	for k := range out {
+		out[k] /= sum
+	}
+	return out
 }
 
 // Next returns the next event, timed now.
