@@ -4,15 +4,16 @@ import (
 	"context"
 	"math"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // finish takes the figures once the load is over and the workers drained
-// (or gave up): it times `throttler status`, stops the workers, reads the
-// destination topics to their end, then the input and the coordination
-// topics whole.
+// (or gave up): it stops the workers, reads the destination topics to
+// their end, then the input and the coordination topics whole; then it
+// has the broker compact its topics and times `throttler status`.
 func (r *run) finish(ctx context.Context, stopTail context.CancelFunc) error {
 	final := make([]workerCounts, len(r.workers))
 	for i, w := range r.workers {
@@ -23,7 +24,6 @@ func (r *run) finish(ctx context.Context, stopTail context.CancelFunc) error {
 		}
 	}
 	r.broker.sampleMemory()
-	r.timeStatus(ctx)
 	for _, w := range r.workers {
 		if exit := w.stop(30 * time.Second); exit != "" && w.exit == "" {
 			w.exit = exit
@@ -42,7 +42,19 @@ func (r *run) finish(ctx context.Context, stopTail context.CancelFunc) error {
 		return err
 	}
 	r.figures(final, input, vols)
+	r.compact(ctx)
+	r.timeStatus(ctx)
 	return nil
+}
+
+// compact has the broker compact its topics (SIGUSR1) and waits for it to
+// say so: the status is then timed over what a running deployment's
+// stats topic holds, not over the whole run's records.
+func (r *run) compact(ctx context.Context) {
+	r.broker.cmd.Process.Signal(syscall.SIGUSR1)
+	if _, err := r.broker.waitLine(ctx, r.broker.err, `"compacted"`, 5*time.Minute); err != nil {
+		r.note("compaction before status: %v", err)
+	}
 }
 
 func scrapeWorker(ctx context.Context, w *worker) (workerCounts, error) {

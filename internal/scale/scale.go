@@ -22,9 +22,10 @@
 // record (from its metrics, polled) and the cluster's first delivery;
 // lost and duplicated ids (the destination topics read with
 // read_committed against the input); the paced budgets' passes against
-// their targets; with changes, the longest gap between deliveries on an
-// input partition while they ran, against the steady state's; and the
-// time `throttler status --top 10` took at the end.
+// their targets; the longest gap between deliveries on an input partition
+// in steady state and, with changes, while they ran; and the time
+// `throttler status --top 10` took at the end, once the broker compacted
+// its topics (SIGUSR1).
 //
 // Workers that deliver nothing (as before the ledger, at 25,000 budgets
 // and more) make a row that says so: every wait has a timeout, a worker
@@ -56,7 +57,7 @@ const (
 	DefaultPacedShare = 0.5
 	DefaultSkew       = 1.1
 	DefaultUsers      = 10_000
-	DefaultMaxRSS     = 2 << 30
+	DefaultMaxRSS     = 3 << 30
 )
 
 // DefaultBudgets are the rows of a run.
@@ -86,7 +87,7 @@ type Config struct {
 	// Drain bounds the wait, after the load, for the workers to commit
 	// every input record. Default 60s.
 	Drain time.Duration
-	// MaxRSS kills a worker whose RSS passes it. Default 2 GiB.
+	// MaxRSS kills a worker whose RSS passes it. Default 3 GiB.
 	MaxRSS int64
 	// Dir holds the rows' brokers, configs and logs; default a temporary
 	// directory, removed at the end unless Keep.
