@@ -117,10 +117,14 @@ func (r *run) figures(final []workerCounts, input []bool, vols map[string]Volume
 	load := r.c.Duration.Seconds()
 	steady := r.bounds[phases].Sub(r.bounds[0]).Seconds()
 	for i, w := range r.workers {
-		wr := WorkerRow{CPU: w.cpuEnd / load, CPUSteady: (w.cpuEnd - w.cpuSteady) / steady, PeakRSS: w.peak(),
+		end := w.cpuEnd
+		if end == 0 { // ended before the end of the load: its last sample
+			end = w.cpu
+		}
+		wr := WorkerRow{CPU: end / load, CPUSteady: max(end-w.cpuSteady, 0) / steady, PeakRSS: w.peak(),
 			Ready: w.ready, FirstDelivery: w.first, Exit: w.exit}
-		if w.cpuEnd == 0 { // ended before the end of the load
-			wr.CPU, wr.CPUSteady = 0, 0
+		if w.exit != "" {
+			r.note("worker %d %s", i+1, w.exit)
 		}
 		row.Workers = append(row.Workers, wr)
 		row.CPU += wr.CPU

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,21 +22,24 @@ import (
 
 // run is one row being measured.
 type run struct {
-	c         *Config
-	b         int
-	dir       string
-	log       zerolog.Logger
-	broker    *proc
-	brokerCPU float64 // at the end of the load
-	endTaken  bool    // the load's end snapshot was taken
-	addr      string
-	opts      []kgo.Opt
-	workers   []*worker
-	start     time.Time             // the workers were started
-	bounds    [phases + 1]time.Time // steady, churn from, churn to, load end
-	tail      *tail
-	churned   churn.Summary
-	row       Row
+	c          *Config
+	b          int
+	dir        string
+	log        zerolog.Logger
+	broker     *proc
+	brokerCPU  float64 // at the end of the load
+	brokerLast float64 // at the last sample
+	endTaken   bool    // the load's end snapshot was taken
+	ctx        context.Context
+	scrapes    sync.WaitGroup // scrapers and snapshots
+	addr       string
+	opts       []kgo.Opt
+	workers    []*worker
+	start      time.Time             // the workers were started
+	bounds     [phases + 1]time.Time // steady, churn from, churn to, load end
+	tail       *tail
+	churned    churn.Summary
+	row        Row
 }
 
 func (r *run) note(format string, args ...any) {
@@ -46,7 +50,7 @@ func (r *run) note(format string, args ...any) {
 
 // runRow measures a row of b budgets.
 func runRow(ctx context.Context, c *Config, b int) (Row, error) {
-	r := &run{c: c, b: b, dir: rowDir(c.Dir, b), log: c.Log, row: Row{Budgets: b, Notes: []string{}}}
+	r := &run{c: c, b: b, dir: rowDir(c.Dir, b), log: c.Log, row: Row{Budgets: b, Notes: []string{}}, ctx: ctx}
 	t0 := time.Now()
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return r.row, err
@@ -164,8 +168,9 @@ func (r *run) measure(ctx context.Context) error {
 	stopMonitor()
 	<-monDone
 	if !r.endTaken {
-		r.loadEnd(ctx)
+		r.loadEnd()
 	}
+	r.scrapes.Wait()
 	return r.finish(ctx, stopTail)
 }
 
