@@ -177,6 +177,9 @@ func (c *Config) readBudgetsFile(dir string) Problems {
 		return Problems{{Path: "budgets_file", Reason: "cannot read: " + err.Error(), Line: c.lines["budgets_file"]}}
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return Problems{{Path: "budgets_file", Reason: path + " is not a regular file", Line: c.lines["budgets_file"]}}
+	}
 	bs, lines, ps := ReadBudgets(f, c.BudgetsFile)
 	if len(ps) > 0 {
 		return ps

@@ -117,10 +117,12 @@ func TestBudgetsFileCycleWithYAML(t *testing.T) {
 }
 
 func TestBudgetsFileMissing(t *testing.T) {
-	_, err := Parse([]byte(minimal + "budgets_file: /nonexistent/b.jsonl\n"))
-	var ps Problems
-	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "budgets_file" || ps[0].Line != 11 || !strings.Contains(ps[0].Reason, "cannot read") {
-		t.Fatalf("err = %v", err)
+	for file, reason := range map[string]string{"/nonexistent/b.jsonl": "cannot read", t.TempDir(): "not a regular file"} {
+		_, err := Parse([]byte(minimal + "budgets_file: " + file + "\n"))
+		var ps Problems
+		if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "budgets_file" || ps[0].Line != 11 || !strings.Contains(ps[0].Reason, reason) {
+			t.Fatalf("%s: err = %v", file, err)
+		}
 	}
 }
 
