@@ -109,6 +109,13 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{st("--tls-ca", missing), 2, []string{"flag -tls-ca", "cannot read"}},
 		{st("--timeout", "-1s"), 2, []string{"flag -timeout", "must be positive"}},
 		{st("--top", "-3"), 2, []string{"flag -top", "at least 0"}},
+		// scale, budget import, budget churn
+		{[]string{"scale", "--budgets", "1000,x"}, 2, []string{"flag -budgets", "comma-separated counts"}},
+		{[]string{"scale", "--partitions", "0"}, 2, []string{"flag -partitions", "at least 1"}},
+		{[]string{"scale", "--budgets", "5"}, 2, []string{"fewer than the 10 paced"}},
+		{[]string{"scale", "--skew", "0.5"}, 2, []string{"skew must be 0 (uniform) or above 1"}},
+		{[]string{"budget", "import", "--brokers", brokers}, 2, []string{"want one FILE argument"}},
+		{[]string{"budget", "churn", "--brokers", brokers, "--rate", "0"}, 2, []string{"flag -rate", "positive"}},
 		{st("--budget", "[z-a]"), 2, []string{"flag -budget", "invalid"}},
 		{st("--budget", ""), 2, []string{"-budget", "must not be empty"}},
 		// budget

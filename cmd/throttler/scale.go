@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -84,16 +85,19 @@ plus a minute or two.`,
 			rep, err := scale.Run(ctx, c, func(r scale.Row) {
 				e.log.Info().Int("budgets", r.Budgets).Float64("bytes_ratio", r.BytesRatio).Strs("notes", r.Notes).Msg("row done")
 			})
+			if errors.Is(err, scale.ErrConfig) {
+				return &usageError{err.Error()}
+			}
+			if len(rep.Rows) == 0 {
+				return err
+			}
 			if werr := scale.WriteTable(table, rep.Rows); werr != nil && err == nil {
 				err = werr
 			}
-			if *jsonOut != "" && len(rep.Rows) > 0 {
+			if *jsonOut != "" {
 				if jerr := writeJSON(*jsonOut, e, rep); jerr != nil && err == nil {
 					err = jerr
 				}
-			}
-			if err != nil && strings.Contains(err.Error(), scale.ErrConfig.Error()) {
-				return &usageError{err.Error()}
 			}
 			return err
 		}
