@@ -17,8 +17,9 @@ const (
 	ActionDelay Action = "delay"
 )
 
-// budgetAction checks a budget's action and what a delay budget excludes.
-func (v *checker) budgetAction(p string, b Budget, all []Budget) {
+// budgetAction checks a budget's action and what a delay budget excludes;
+// children returns the indices of the budgets that name b as their parent.
+func (v *checker) budgetAction(p string, b Budget, children func(name string) []int) {
 	switch b.Action {
 	case "", ActionReject:
 		return
@@ -39,9 +40,26 @@ func (v *checker) budgetAction(p string, b Budget, all []Budget) {
 	if b.Parent != "" {
 		v.add(p+".parent", "a delay budget cannot be nested: pausing a partition for one level would hold up the others")
 	}
-	for i, c := range all {
-		if c.Parent == b.Name && c.Name != b.Name {
-			v.add(fmt.Sprintf("budgets[%d].parent", i), fmt.Sprintf("%q is a delay budget, which cannot be a parent", b.Name))
+	for _, i := range children(b.Name) {
+		v.add(fmt.Sprintf("budgets[%d].parent", i), fmt.Sprintf("%q is a delay budget, which cannot be a parent", b.Name))
+	}
+}
+
+// childIndex returns a function listing, by parent name, the indices of
+// the budgets that have that parent (a budget naming itself left out). The
+// index is built on the first call, in O(budgets), so that checking every
+// delay budget's children costs O(budgets) in all.
+func childIndex(bs []Budget) func(name string) []int {
+	var kids map[string][]int
+	return func(name string) []int {
+		if kids == nil {
+			kids = make(map[string][]int)
+			for i, c := range bs {
+				if c.Parent != "" && c.Parent != c.Name {
+					kids[c.Parent] = append(kids[c.Parent], i)
+				}
+			}
 		}
+		return kids[name]
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -58,4 +59,40 @@ func (b Budget) Flow() flow.Budget {
 		Parent:  b.Parent,
 		Delay:   b.Action == ActionDelay,
 	}
+}
+
+// CheckBudgetLines checks budgets read from a budgets file (ReadBudgets
+// gives them and their lines) as one set, as `throttler budget import`
+// does before it writes them: each budget with the rules of CheckBudget,
+// names unique, parents that exist among them or in known, no cycle, no
+// delay budget as a parent. known are the budgets defined elsewhere (on
+// the control topic, in a config file): a budget of the file replaces the
+// known one of its name, and the known budgets' own problems are not
+// reported. Problems name the file and the line. It costs
+// O(len(budgets) + len(known)).
+func CheckBudgetLines(budgets []Budget, lines []int, file string, known []Budget) Problems {
+	c := &Config{Budgets: slices.Clip(budgets)}
+	// What needs the rest of a config is left to whoever runs the
+	// budgets, as in CheckBudget.
+	c.Topics.Rewards = []string{"rewards"}
+	c.Fields.Score = "score"
+	inFile := make(map[string]bool, len(budgets))
+	for _, b := range budgets {
+		inFile[b.Name] = true
+	}
+	for _, k := range known {
+		if !inFile[k.Name] {
+			c.Budgets = append(c.Budgets, k)
+		}
+	}
+	c.file = &fileBudgets{path: file, lines: lines}
+	v := c.checker()
+	v.budgets(c)
+	var ps Problems
+	for _, p := range v.problems {
+		if p.File != "" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }

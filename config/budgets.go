@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -14,7 +15,7 @@ import (
 // converts them to flow budgets, in the order of the file. Problems are
 // returned as Problems wrapping ErrInvalid.
 func (c *Config) FlowBudgets() ([]flow.Budget, error) {
-	v := &checker{lines: c.lines}
+	v := c.checker()
 	v.budgets(c)
 	if err := v.problems.err(); err != nil {
 		return nil, err
@@ -34,10 +35,11 @@ func (c *Config) FlowBudgets() ([]flow.Budget, error) {
 // reward topics for reward budgets.
 func (v *checker) budgets(c *Config) {
 	if len(c.Budgets) == 0 {
-		v.add("budgets", "must list at least one budget")
+		v.add("budgets", "must list at least one budget (here or in budgets_file)")
 		return
 	}
 	byName := make(map[string]int, len(c.Budgets))
+	children := childIndex(c.Budgets)
 	for i, b := range c.Budgets {
 		p := "budgets[" + strconv.Itoa(i) + "]"
 		switch {
@@ -47,7 +49,7 @@ func (v *checker) budgets(c *Config) {
 			v.add(p+".name", fmt.Sprintf("%q has control characters or leading or trailing space", b.Name))
 		default:
 			if j, dup := byName[b.Name]; dup {
-				v.add(p+".name", fmt.Sprintf("%q is also the name of budgets[%d]", b.Name, j))
+				v.add(p+".name", fmt.Sprintf("%q is also the name of %s", b.Name, v.budgetRef(j)))
 			} else {
 				byName[b.Name] = i
 			}
@@ -68,7 +70,7 @@ func (v *checker) budgets(c *Config) {
 			v.add(p+".kind", fmt.Sprintf("must be %q or %q, got %q", KindPasses, KindRewards, b.Kind))
 		}
 		v.budgetTime(p, b)
-		v.budgetAction(p, b, c.Budgets)
+		v.budgetAction(p, b, children)
 		if b.Scored && c.Fields.Score == "" && c.Fields.ScoreExpr == "" {
 			v.add(p+".scored", "a scored budget needs fields.score or fields.score_expr")
 		}
@@ -111,45 +113,60 @@ func (v *checker) budgetTime(p string, b Budget) {
 
 // parents checks that every parent exists and that no chain of parents
 // loops; each cycle is reported once, on its first budget in file order.
+// It costs O(budgets): a walk up the chain of parents stops at a budget
+// an earlier walk settled, so every budget is walked once, however deep
+// the tree.
 func (v *checker) parents(bs []Budget, byName map[string]int) {
-	reported := make(map[int]bool)
+	const (
+		unvisited = iota
+		walking   // on the current walk
+		settled
+	)
+	state := make([]uint8, len(bs))
+	cycles := map[int]string{} // the first budget of a cycle -> the chain
+	next := func(i int) (int, bool) {
+		b := bs[i]
+		if b.Parent == "" || b.Parent == b.Name {
+			return 0, false
+		}
+		j, ok := byName[b.Parent]
+		return j, ok
+	}
+	var walk []int
+	for i := range bs {
+		walk = walk[:0]
+		j, more := i, true
+		for more && state[j] == unvisited {
+			state[j] = walking
+			walk = append(walk, j)
+			j, more = next(j)
+		}
+		if more && state[j] == walking { // back on this walk: a cycle through j
+			loop := walk[slices.Index(walk, j):]
+			first := slices.Index(loop, slices.Min(loop))
+			names := make([]string, 0, len(loop)+1)
+			for k := range len(loop) + 1 {
+				names = append(names, bs[loop[(first+k)%len(loop)]].Name)
+			}
+			cycles[loop[first]] = strings.Join(names, " -> ")
+		}
+		for _, k := range walk {
+			state[k] = settled
+		}
+	}
 	for i, b := range bs {
 		if b.Parent == "" {
 			continue
 		}
 		p := "budgets[" + strconv.Itoa(i) + "].parent"
-		j, ok := byName[b.Parent]
+		_, ok := byName[b.Parent]
 		switch {
 		case b.Parent == b.Name:
 			v.add(p, "a budget cannot be its own parent")
-			continue
 		case !ok:
 			v.add(p, fmt.Sprintf("no budget is named %q", b.Parent))
-			continue
-		}
-		// Follow the chain from i; at most len(bs) steps without a loop.
-		chain := []string{b.Name}
-		seen := map[int]bool{i: true}
-		for steps := 0; steps < len(bs); steps++ {
-			chain = append(chain, bs[j].Name)
-			if j == i {
-				if !reported[i] {
-					v.add(p, "parents form a cycle: "+strings.Join(chain, " -> "))
-					for k := range seen {
-						reported[k] = true
-					}
-				}
-				break
-			}
-			if seen[j] || bs[j].Parent == "" || bs[j].Parent == bs[j].Name {
-				break // a loop not through i, reported from its own members
-			}
-			seen[j] = true
-			next, ok := byName[bs[j].Parent]
-			if !ok {
-				break
-			}
-			j = next
+		case cycles[i] != "":
+			v.add(p, "parents form a cycle: "+cycles[i])
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (v *checker) caps(c *Config) {
 	names := make(map[string]int, len(c.Caps))
 	for i, cp := range c.Caps {
 		p := "caps[" + strconv.Itoa(i) + "]"
-		if reason := capNameProblem(cp.Name, names, budgets); reason != "" {
+		if reason := capNameProblem(cp.Name, names, budgets, v.budgetRef); reason != "" {
 			v.add(p+".name", reason)
 		} else {
 			names[cp.Name] = i
@@ -132,7 +132,7 @@ func (v *checker) caps(c *Config) {
 }
 
 // capNameProblem returns what is wrong with a cap's name, or "".
-func capNameProblem(name string, caps, budgets map[string]int) string {
+func capNameProblem(name string, caps, budgets map[string]int, budgetRef func(int) string) string {
 	if name == "" {
 		return "must not be empty"
 	}
@@ -143,7 +143,7 @@ func capNameProblem(name string, caps, budgets map[string]int) string {
 		return fmt.Sprintf("%q is also the name of caps[%d]", name, j)
 	}
 	if j, dup := budgets[name]; dup {
-		return fmt.Sprintf("%q is also the name of budgets[%d] (rejections name the cap where they name a budget)", name, j)
+		return fmt.Sprintf("%q is also the name of %s (rejections name the cap where they name a budget)", name, budgetRef(j))
 	}
 	return ""
 }

@@ -43,8 +43,15 @@ type Config struct {
 	DedupWindow int `yaml:"dedup_window"`
 	// Rewards locates the values the worker reads in each reward event.
 	Rewards Rewards `yaml:"rewards"`
-	// Budgets are the flow budgets; at least one.
+	// Budgets are the flow budgets; at least one, here or in BudgetsFile.
 	Budgets []Budget `yaml:"budgets"`
+	// BudgetsFile names a file of more budgets, one JSON object a line
+	// (see ReadBudgets), for configs of thousands of budgets. Parse and
+	// Load append its budgets to Budgets, after those of the YAML; a
+	// relative path is relative to the config file's directory (Load) or
+	// to the working directory (Parse). Validate does not read it: it
+	// checks Budgets as they are. Optional.
+	BudgetsFile string `yaml:"budgets_file"`
 	// Caps are per-key frequency caps (see caps.go); optional.
 	Caps []Cap `yaml:"caps"`
 	// Layers are the experiment layers of the splitter; optional.
@@ -59,6 +66,8 @@ type Config struct {
 	// lines maps field paths to the YAML lines they were read from; nil
 	// for a Config built in code.
 	lines map[string]int
+	// file says which budgets came from BudgetsFile; nil when none did.
+	file *fileBudgets
 }
 
 // Topics names the topics of a worker.

@@ -62,6 +62,8 @@
 //	    period: 1m                       # at most target per period
 //	    action: reject                   # reject or delay (default reject); delay:
 //	                                     # pause the partition until the next period
+//	budgets_file: budgets.jsonl          # optional: more budgets, one JSON object a line, appended to budgets
+//	                                     # (ReadBudgets; relative to this file's directory)
 //	caps:                                # optional per-key frequency caps (GCRA)
 //	  - name: per-user                   # required, unique, not a budget's name
 //	    key: user                        # optional; default: fields.key

@@ -21,13 +21,28 @@ type Problem struct {
 	// Line is the 1-based line of the field (or of its closest enclosing
 	// field) in the YAML it was parsed from; 0 when unknown.
 	Line int
+	// File is set when the problem is in a budgets file (budgets_file,
+	// ReadBudgets): Line is then the line of that file, and Path the
+	// field of that line's budget ("target"), or "" for the line.
+	File string
 }
 
 // Error formats the problem as "path: reason (line N)"; the line is left
 // out when unknown, and "line N: reason" is used when there is no path.
+// A problem in a budgets file reads "file:line: path: reason".
 func (p Problem) Error() string {
 	var b strings.Builder
 	switch {
+	case p.File != "":
+		b.WriteString(p.File)
+		b.WriteString(":")
+		b.WriteString(strconv.Itoa(p.Line))
+		b.WriteString(": ")
+		if p.Path != "" {
+			b.WriteString(p.Path)
+			b.WriteString(": ")
+		}
+		b.WriteString(p.Reason)
 	case p.Path != "":
 		b.WriteString(p.Path)
 		b.WriteString(": ")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 
 	"go.yaml.in/yaml/v3"
@@ -18,25 +19,35 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, err := Parse(data)
+	c, err := parse(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Parse decodes one YAML document strictly, applies the defaults and
+// Parse decodes one YAML document strictly, reads its budgets_file (a
+// relative path from the working directory), applies the defaults and
 // validates the result. Any problem is returned as Problems, with the line
 // of each: syntax errors and fields of the wrong type or unknown to the
-// schema first (validation is skipped when the file does not decode), or
-// else every validation problem.
-func Parse(data []byte) (*Config, error) {
+// schema first, then the budgets file's lines that do not decode
+// (validation is skipped when the YAML or the budgets file does not
+// decode), or else every validation problem.
+func Parse(data []byte) (*Config, error) { return parse(data, "") }
+
+// parse is Parse, reading a relative budgets_file from dir.
+func parse(data []byte, dir string) (*Config, error) {
 	c := new(Config)
 	root, ps := decode(data, c)
 	if len(ps) > 0 {
 		return nil, ps
 	}
 	c.lines = linesByPath(root)
+	if c.BudgetsFile != "" {
+		if ps := c.readBudgetsFile(dir); len(ps) > 0 {
+			return nil, ps
+		}
+	}
 	c.defaults()
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ import (
 // or reward budgets need it; the budgets (see FlowBudgets); and the layers
 // (see splitter.Validate).
 func (c *Config) Validate() error {
-	v := &checker{lines: c.lines}
+	v := c.checker()
 	v.brokers(c.Brokers)
 	for _, p := range c.Security.Check() {
 		v.add("security."+p.Field, p.Reason)
@@ -78,10 +78,45 @@ func (c *Config) Validate() error {
 type checker struct {
 	problems Problems
 	lines    map[string]int
+	file     *fileBudgets // the budgets of the budgets file, if any
 }
 
+func (c *Config) checker() *checker { return &checker{lines: c.lines, file: c.file} }
+
 func (v *checker) add(path, reason string) {
+	if p, ok := v.inFile(path, reason); ok {
+		v.problems = append(v.problems, p)
+		return
+	}
 	v.problems = append(v.problems, Problem{Path: path, Reason: reason, Line: v.line(path)})
+}
+
+// inFile returns the problem of a path "budgets[i]…" whose budget came
+// from the budgets file, named by the file's line.
+func (v *checker) inFile(path, reason string) (Problem, bool) {
+	rest, ok := strings.CutPrefix(path, "budgets[")
+	if !ok || v.file == nil {
+		return Problem{}, false
+	}
+	num, rest, ok := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil {
+		return Problem{}, false
+	}
+	file, line, ok := v.file.of(i)
+	if !ok {
+		return Problem{}, false
+	}
+	return Problem{File: file, Line: line, Path: strings.TrimPrefix(rest, "."), Reason: reason}, true
+}
+
+// budgetRef names budget i in a problem about another: "budgets[i]", or
+// "file:line" for a budget of the budgets file.
+func (v *checker) budgetRef(i int) string {
+	if file, line, ok := v.file.of(i); ok {
+		return file + ":" + strconv.Itoa(line)
+	}
+	return "budgets[" + strconv.Itoa(i) + "]"
 }
 
 // line returns the line of path, or of its closest enclosing field.

@@ -19,7 +19,7 @@ var ErrTopicNotFound = errors.New("control topic not found")
 
 // Follower reads a control topic from its start and then follows it,
 // handing every record to its handler from one goroutine, in offset order
-// per partition. Create one with Follow; Close it.
+// per partition. Create one with Follow or FollowBatches; Close it.
 type Follower struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
@@ -32,6 +32,18 @@ type Follower struct {
 // clientOpts (connection options only: no consumer group). ctx bounds only
 // the start.
 func Follow(ctx context.Context, topic string, clientOpts []kgo.Opt, handle func(*kgo.Record)) (*Follower, error) {
+	return FollowBatches(ctx, topic, clientOpts, func(rs []*kgo.Record) {
+		for _, r := range rs {
+			handle(r)
+		}
+	})
+}
+
+// FollowBatches is Follow handing the records of each fetch together, so
+// that a reader can apply many records at once (a worker catching up on
+// 100,000 budget records applies them in a few batches, not one by one).
+// A batch is never empty.
+func FollowBatches(ctx context.Context, topic string, clientOpts []kgo.Opt, handle func([]*kgo.Record)) (*Follower, error) {
 	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), clientOpts...),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -78,7 +90,7 @@ func ends(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64,
 	return out, nil
 }
 
-func (f *Follower) run(ctx context.Context, topic string, pending map[int32]int64, handle func(*kgo.Record)) {
+func (f *Follower) run(ctx context.Context, topic string, pending map[int32]int64, handle func([]*kgo.Record)) {
 	defer close(f.done)
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -87,15 +99,17 @@ func (f *Follower) run(ctx context.Context, topic string, pending map[int32]int6
 		if fs.IsClientClosed() {
 			return
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			handle(r)
-			if end, ok := pending[r.Partition]; ok && r.Offset >= end-1 {
-				delete(pending, r.Partition)
-				if len(pending) == 0 {
-					close(f.caught)
+		if rs := fs.Records(); len(rs) > 0 {
+			handle(rs)
+			for _, r := range rs {
+				if end, ok := pending[r.Partition]; ok && r.Offset >= end-1 {
+					delete(pending, r.Partition)
+					if len(pending) == 0 {
+						close(f.caught)
+					}
 				}
 			}
-		})
+		}
 		if len(pending) > 0 && fs.NumRecords() == 0 {
 			// Records we wait for may have been deleted under us.
 			if starts, err := kadm.NewClient(f.cl).ListStartOffsets(ctx, topic); err == nil {

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/throttler/throttler/flow"
@@ -14,96 +15,200 @@ import (
 // removes the budget; a reset (tombstone) removes the record, so the base
 // holds again. Base budgets keep their order; added ones follow, by name.
 //
-// A record is accepted only if the whole resulting set is valid, as the
-// caller's try function judges (the worker's: the flow tree's rules plus
-// what the worker can run). A record that is not — a parent that does not
-// exist yet, a cycle, the deletion of a budget that is still a parent —
-// waits: its budget stays as it was, and the record is tried again after
-// every record that is accepted, until a newer record of the same name
-// replaces it. A record that cannot be decoded never reaches State.
+// Records are taken in batches (ApplyBatch): a batch is accepted only if
+// the whole resulting set is valid, as the caller's try function judges
+// (the worker's: the flow tree's rules plus what the worker can run). A
+// batch that is not is split until the records at fault stand alone; such
+// a record — a parent that does not exist yet, a cycle, the deletion of a
+// budget that is still a parent — waits: its budget stays as it was, and
+// the record is tried again after every batch that accepts something,
+// until a newer record of the same name replaces it. A record that cannot
+// be decoded never reaches State.
+//
+// Cost: ApplyBatch costs O(records) plus the calls of try (one for a batch
+// that is accepted whole; O(k log n) for k records at fault among n), and
+// a Batch's Changes are O(its records); only Batch.Budgets and
+// State.Budgets are O(budgets).
 //
 // Not safe for concurrent use.
 type State struct {
 	base     []flow.Budget
+	baseAt   map[string]int // name -> index in base
 	accepted map[string]Record
 	waiting  []Record // in arrival order, one per name
 }
 
 // NewState returns the state of base budgets with no control record.
 func NewState(base []flow.Budget) *State {
-	return &State{base: append([]flow.Budget(nil), base...), accepted: map[string]Record{}}
+	s := &State{base: slices.Clone(base), baseAt: make(map[string]int, len(base)), accepted: map[string]Record{}}
+	for i, b := range s.base {
+		s.baseAt[b.Name] = i
+	}
+	return s
 }
 
-// Budgets returns the budgets in force.
-func (s *State) Budgets() []flow.Budget { return s.overlay(Record{}) }
+// Budgets returns the budgets in force. It costs O(budgets).
+func (s *State) Budgets() []flow.Budget { return s.overlay(nil) }
 
-// overlay returns the base with the accepted records applied, and with r
-// in place of the accepted record of its name (when r.Name is set).
-func (s *State) overlay(r Record) []flow.Budget {
-	rec := func(name string) (Record, bool) {
-		if r.Name == name {
-			return r, true
-		}
-		a, ok := s.accepted[name]
-		return a, ok
+// Budget returns the budget of that name in force, if any, in O(1).
+func (s *State) Budget(name string) (flow.Budget, bool) { return s.after(name, nil) }
+
+// after returns the budget of name in force once the records of over (by
+// name; nil for none) are accepted.
+func (s *State) after(name string, over map[string]Record) (flow.Budget, bool) {
+	r, ok := over[name]
+	if !ok {
+		r, ok = s.accepted[name]
 	}
-	out := make([]flow.Budget, 0, len(s.base)+len(s.accepted)+1)
-	inBase := make(map[string]bool, len(s.base))
+	if ok && r.Op == OpSet {
+		return r.Budget.Flow(), true
+	}
+	if ok && r.Op == OpDelete {
+		return flow.Budget{}, false
+	}
+	if i, ok := s.baseAt[name]; ok {
+		return s.base[i], true
+	}
+	return flow.Budget{}, false
+}
+
+// overlay returns the budgets in force once the records of over are
+// accepted: the base in order, then the added budgets by name.
+func (s *State) overlay(over map[string]Record) []flow.Budget {
+	out := make([]flow.Budget, 0, len(s.base)+len(s.accepted)+len(over))
 	for _, b := range s.base {
-		inBase[b.Name] = true
-		a, ok := rec(b.Name)
-		switch {
-		case !ok || a.Op == OpReset:
-			out = append(out, b)
-		case a.Op == OpSet:
-			out = append(out, a.Budget.Flow())
+		if a, ok := s.after(b.Name, over); ok {
+			out = append(out, a)
 		}
 	}
 	var added []flow.Budget
-	for name, a := range s.accepted {
-		if name != r.Name && !inBase[name] && a.Op == OpSet {
-			added = append(added, a.Budget.Flow())
+	addFrom := func(rs map[string]Record, skip map[string]Record) {
+		for name, r := range rs {
+			if _, inBase := s.baseAt[name]; inBase || r.Op != OpSet {
+				continue
+			}
+			if _, replaced := skip[name]; !replaced {
+				added = append(added, r.Budget.Flow())
+			}
 		}
 	}
-	if r.Name != "" && !inBase[r.Name] && r.Op == OpSet {
-		added = append(added, r.Budget.Flow())
-	}
+	addFrom(s.accepted, over)
+	addFrom(over, nil)
 	sort.Slice(added, func(i, j int) bool { return added[i].Name < added[j].Name })
 	return append(out, added...)
 }
 
-// Apply takes in record r: it calls try with the set of budgets that
-// accepting r would give, and accepts r when try returns nil; then it
-// retries the records that wait. It returns the records accepted by this
-// call, in order, and what still waits with the reason try gave, by name.
-func (s *State) Apply(r Record, try func([]flow.Budget) error) (accepted []Record, waiting map[string]error) {
-	for i, w := range s.waiting {
-		if w.Name == r.Name {
-			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
-			break
+// Change is one budget's change: its new definition, or its deletion
+// (Delete, with only Budget.Name set). It has the shape of flow's
+// incremental Tree.Apply change.
+type Change struct {
+	Budget flow.Budget
+	Delete bool
+}
+
+// Batch is records tried together: what accepting them would change.
+type Batch struct {
+	s       *State
+	records map[string]Record
+	changes []Change
+}
+
+// Changes returns what accepting the batch changes, one change per budget
+// whose definition it sets or removes (for an incremental update of a flow tree): a
+// definition, a deletion of a budget in force, or a reset to the base's
+// definition (or to none). A record that changes nothing (deleting a
+// budget not in force) gives no change. O(records).
+func (b *Batch) Changes() []Change { return b.changes }
+
+// Budgets returns the whole set of budgets the batch would leave in force
+// (for a flow.Tree.Update); it costs O(budgets).
+func (b *Batch) Budgets() []flow.Budget { return b.s.overlay(b.records) }
+
+func (s *State) batch(rs []Record) *Batch {
+	b := &Batch{s: s, records: make(map[string]Record, len(rs))}
+	for _, r := range rs {
+		b.records[r.Name] = r
+		if nb, ok := s.after(r.Name, b.records); ok {
+			b.changes = append(b.changes, Change{Budget: nb})
+		} else if _, was := s.Budget(r.Name); was {
+			b.changes = append(b.changes, Change{Budget: flow.Budget{Name: r.Name}, Delete: true})
 		}
 	}
-	s.waiting = append(s.waiting, r)
+	return b
+}
+
+// Apply takes in one record r, with try judging the whole set of budgets
+// it would give: ApplyBatch of r alone.
+func (s *State) Apply(r Record, try func([]flow.Budget) error) (accepted []Record, waiting map[string]error) {
+	return s.ApplyBatch([]Record{r}, func(b *Batch) error { return try(b.Budgets()) })
+}
+
+// ApplyBatch takes in the records rs, in the order they were read: of
+// several records of one name only the last counts (it replaces the
+// others, and any record of that name that waits). It tries them as one
+// batch, splitting a batch that try refuses; then, if anything was
+// accepted, it retries the records that wait. It returns the records
+// accepted by this call, in the order they were accepted, and the records
+// that still wait with the reason try gave, by name.
+func (s *State) ApplyBatch(rs []Record, try func(*Batch) error) (accepted []Record, waiting map[string]error) {
+	fresh := newestByName(rs)
+	names := make(map[string]bool, len(fresh))
+	for _, r := range fresh {
+		names[r.Name] = true
+	}
+	s.waiting = slices.DeleteFunc(s.waiting, func(w Record) bool { return names[w.Name] })
 	waiting = map[string]error{}
-	for progress := true; progress; {
-		progress = false
-		for i := 0; i < len(s.waiting); i++ {
-			w := s.waiting[i]
-			if err := try(s.overlay(w)); err != nil {
-				waiting[w.Name] = err
-				continue
-			}
-			delete(waiting, w.Name)
-			if w.Op == OpReset {
-				delete(s.accepted, w.Name)
-			} else {
-				s.accepted[w.Name] = w
-			}
-			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
-			i--
-			accepted = append(accepted, w)
-			progress = true
-		}
+	accepted = s.settle(fresh, try, waiting, nil)
+	for progress := len(accepted) > 0; progress && len(s.waiting) > 0; {
+		older := s.waiting
+		s.waiting = nil
+		got := s.settle(older, try, waiting, nil)
+		accepted = append(accepted, got...)
+		progress = len(got) > 0
 	}
 	return accepted, waiting
+}
+
+// settle tries rs as one batch; a refused batch of several records is
+// split in two halves, tried in turn; a refused record alone waits.
+func (s *State) settle(rs []Record, try func(*Batch) error, waiting map[string]error, accepted []Record) []Record {
+	if len(rs) == 0 {
+		return accepted
+	}
+	err := try(s.batch(rs))
+	switch {
+	case err == nil:
+		for _, r := range rs {
+			if r.Op == OpReset {
+				delete(s.accepted, r.Name)
+			} else {
+				s.accepted[r.Name] = r
+			}
+			delete(waiting, r.Name)
+		}
+		return append(accepted, rs...)
+	case len(rs) == 1:
+		s.waiting = append(s.waiting, rs[0])
+		waiting[rs[0].Name] = err
+		return accepted
+	}
+	half := len(rs) / 2
+	accepted = s.settle(rs[:half], try, waiting, accepted)
+	return s.settle(rs[half:], try, waiting, accepted)
+}
+
+// newestByName returns the last record of each name in rs, in the order
+// of those last records.
+func newestByName(rs []Record) []Record {
+	last := make(map[string]int, len(rs))
+	for i, r := range rs {
+		last[r.Name] = i
+	}
+	out := make([]Record, 0, len(last))
+	for i, r := range rs {
+		if last[r.Name] == i {
+			out = append(out, r)
+		}
+	}
+	return out
 }

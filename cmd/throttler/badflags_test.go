@@ -67,11 +67,7 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		return append([]string{"loadgen", "--brokers", brokers, "--budgets", "a", "--count", "1"}, args...)
 	}
 	st := func(args ...string) []string { return append([]string{"status", "--brokers", brokers}, args...) }
-	cases := []struct {
-		args []string
-		code int
-		want []string // parts of stderr: the flag or field, and the reason
-	}{
+	cases := []badCase{
 		// run
 		{[]string{"run"}, 2, []string{"-config is required"}},
 		{[]string{"run", "--config", cfg(""), "--http", "nope"}, 2, []string{"flag -http", "want host:port"}},
@@ -138,6 +134,24 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{[]string{"bench", "--rounds", "0"}, 2, []string{"flag -rounds", "at least 1"}},
 		{[]string{"bench", "--cpuprofile", filepath.Join(missingDir, "cpu")}, 2, []string{"flag -cpuprofile", "no such file"}},
 	}
+	runBadCases(t, cases)
+	if n := tr.conns.Load(); n != 0 {
+		t.Errorf("%d connection(s) to the brokers: a command with bad flags or config reached out", n)
+	}
+}
+
+// badCase is a command line that must fail at once: its exit code and the
+// parts of stderr that say why.
+type badCase struct {
+	args []string
+	code int
+	want []string // parts of stderr: the flag or field, and the reason
+}
+
+// runBadCases runs each case, checking that it exits with its code at
+// once, says why on stderr and prints nothing on stdout (but validate).
+func runBadCases(t *testing.T, cases []badCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args[:min(len(tc.args), 5)], " "), func(t *testing.T) {
 			// A command that started would run until this deadline: the
@@ -162,7 +176,33 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBadFlagsBulk is TestBadFlagsAndConfigsStartNothing for the commands
+// and flags of many budgets: loadgen's spread, status's selection, scale,
+// budget import and budget churn.
+func TestBadFlagsBulk(t *testing.T) {
+	tr := newTrap(t)
+	brokers := tr.ln.Addr().String()
+	lg := func(args ...string) []string {
+		return append([]string{"loadgen", "--brokers", brokers, "--budgets", "a", "--count", "1"}, args...)
+	}
+	st := func(args ...string) []string { return append([]string{"status", "--brokers", brokers}, args...) }
+	runBadCases(t, []badCase{
+		{lg("--spread", "-1"), 2, []string{"flag -spread", "at least 0"}},
+		{lg("--spread", "10", "--spread-skew", "0.5"), 2, []string{"flag -spread-skew", "above 1"}},
+		{lg("--spread", "10", "--spread-weight", "-2"), 2, []string{"flag -spread-weight", "positive"}},
+		{st("--top", "-3"), 2, []string{"flag -top", "at least 0"}},
+		{st("--budget", "[z-a]"), 2, []string{"flag -budget", "invalid"}},
+		{st("--budget", ""), 2, []string{"-budget", "must not be empty"}},
+		{[]string{"scale", "--budgets", "1000,x"}, 2, []string{"flag -budgets", "comma-separated counts"}},
+		{[]string{"scale", "--partitions", "0"}, 2, []string{"flag -partitions", "at least 1"}},
+		{[]string{"scale", "--budgets", "5"}, 2, []string{"fewer than the 10 paced"}},
+		{[]string{"scale", "--skew", "0.5"}, 2, []string{"skew must be 0 (uniform) or above 1"}},
+		{[]string{"budget", "import", "--brokers", brokers}, 2, []string{"want one FILE argument"}},
+		{[]string{"budget", "churn", "--brokers", brokers, "--rate", "0"}, 2, []string{"flag -rate", "positive"}},
+	})
 	if n := tr.conns.Load(); n != 0 {
-		t.Errorf("%d connection(s) to the brokers: a command with bad flags or config reached out", n)
+		t.Errorf("%d connection(s) to the brokers: a command with bad flags reached out", n)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/internal/bench"
+	"github.com/throttler/throttler/internal/loadgen"
 )
 
 var benchCmd = &command{
@@ -27,12 +29,22 @@ With -format avro or protobuf the events are in that format, framed for
 a schema registry run in the process (the worker fetches the schema once).
 
 The pipeline decodes budget=campaign, key=user, id=id, time=ts, and paces
-one window budget to pass about half of the events (sync interval 100ms,
-lag made up over the whole window, so that it settles within the run);
-rejects are dropped and counted (no rejected topic), no experiments.
+-budgets window budgets to pass about half of their events each (sync
+interval 100ms, lag made up over the whole window, so that it settles within
+the run); no experiments. With -budgets 1 (the default) every event names
+budget "a"; with N > 1 the events name budgets b-0 … b-(N-1), drawn by rank
+with Zipf exponent -budget-skew (rank 0 the most frequent; default 1.1), or
+uniformly with -budget-skew 0, and each budget's target is half of its share.
 
-Prints {"records","pipeline_rps","passthrough_rps","ratio"} (medians of the
-rounds; with -json also the delivery mode and every round) on stdout.`,
+Rejected events go to a rejected topic: the pipeline, like the passthrough,
+produces a record for every input record, which is the fair comparison and
+the default. -drop-rejected drops and counts them instead (the pipeline then
+produces about half of the records: the comparison before this option).
+
+Prints {"records","pipeline_rps","passthrough_rps","ratio","rejected_topic",
+"budgets","budget_skew"} (medians of the rounds; with -json also the
+delivery mode and every round, a pipeline round with "passed" and
+"produced", the fractions of the records passed and produced) on stdout.`,
 	setup: func(fs *flag.FlagSet) action {
 		records := fs.Int("records", bench.DefaultRecords, "number of input `records`")
 		delivery := fs.String("delivery", "exactly-once", "delivery `mode` of both sides: exactly-once or at-least-once")
@@ -40,10 +52,19 @@ rounds; with -json also the delivery mode and every round) on stdout.`,
 		asJSON := fs.Bool("json", false, "print the full result (every round) as JSON")
 		cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the last pipeline round to `file`")
 		format := fs.String("format", "json", "`format` of the events: json, avro or protobuf")
+		drop := fs.Bool("drop-rejected", false, "drop rejected events instead of producing them to a rejected topic")
+		budgets := fs.Int("budgets", 1, "`number` of budgets over the events")
+		skew := fs.Float64("budget-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the budgets' ranks with -budgets > 1; 0: uniform")
 		return func(ctx context.Context, e *env) error {
-			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format}
+			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets, Skew: *skew}
 			if _, err := decode.ParseFormat(*format); err != nil {
 				return badFlag("format", "want json, avro or protobuf, got %q", *format)
+			}
+			if *budgets < 1 {
+				return badFlag("budgets", "must be at least 1, got %d", *budgets)
+			}
+			if *skew != 0 && !(*skew > 1) || math.IsInf(*skew, 0) {
+				return badFlag("budget-skew", "must be 0 (uniform) or a number above 1, got %v", *skew)
 			}
 			switch *delivery {
 			case "exactly-once":
@@ -84,7 +105,10 @@ rounds; with -json also the delivery mode and every round) on stdout.`,
 					PipelineRPS    float64 `json:"pipeline_rps"`
 					PassthroughRPS float64 `json:"passthrough_rps"`
 					Ratio          float64 `json:"ratio"`
-				}{res.Records, res.Format, res.PipelineRPS, res.PassthroughRPS, res.Ratio})
+					RejectedTopic  bool    `json:"rejected_topic"`
+					Budgets        int     `json:"budgets"`
+					Skew           float64 `json:"budget_skew"`
+				}{res.Records, res.Format, res.PipelineRPS, res.PassthroughRPS, res.Ratio, res.RejectedTopic, res.Budgets, res.Skew})
 			}
 			if err != nil {
 				return err

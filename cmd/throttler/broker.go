@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/throttler/throttler/internal/broker"
@@ -26,7 +28,12 @@ everything stays in memory. Compacted topics are compacted every
 -compaction-interval.
 
 -sasl-user turns SASL on (clients must authenticate as one of the users
-given); -tls-cert and -tls-key make the listener accept TLS only.`,
+given); -tls-cert and -tls-key make the listener accept TLS only.
+
+SIGUSR1 compacts the compacted topics at once and logs "compacted" (at
+info): 'throttler scale' runs the broker with a long -compaction-interval,
+so that the topics hold everything written until it has counted them, and
+then compacts them before timing 'throttler status'.`,
 	setup: func(fs *flag.FlagSet) action {
 		addr := fs.String("addr", broker.DefaultAddr, "`host:port` to listen on; port 0 picks a free port")
 		adv := fs.String("advertise", "", "`host[:port]` clients are told to connect to (default: the listening address, 127.0.0.1 for a wildcard host)")
@@ -97,9 +104,20 @@ given); -tls-cert and -tls-key make the listener accept TLS only.`,
 				return err
 			}
 			fmt.Fprintln(e.stdout, b.Addr())
-			<-b.Done() // until ctx (the signals) ends
-			e.log.Info().Msg("broker stopped")
-			return nil
+			compact := make(chan os.Signal, 1)
+			signal.Notify(compact, syscall.SIGUSR1)
+			defer signal.Stop(compact)
+			for {
+				select {
+				case <-b.Done(): // until ctx (the signals) ends
+					e.log.Info().Msg("broker stopped")
+					return nil
+				case <-compact:
+					t0 := time.Now()
+					b.Cluster().Compact()
+					e.log.Info().Dur("took", time.Since(t0)).Msg("compacted")
+				}
+			}
 		}
 	},
 }

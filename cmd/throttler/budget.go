@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"path"
 	"sort"
 	"sync"
 	"time"
@@ -200,52 +202,75 @@ var budgetListCmd = &command{
 	doc: `Reads the control topic to its end and prints, one JSON object a line and
 by name, the newest record of each budget: its definition, or
 {"name":…,"deleted":true}. Budgets only in the config files are not listed;
-unreadable records are printed with their error.`,
+unreadable records are printed with their error. -name keeps the budgets
+whose name matches a glob (path.Match: campaign/0001*).
+
+The lines are written as they are sorted, through a buffer, and the topic is
+kept as the newest record value per name: 100,000 budgets take about 20 MB.`,
 	setup: func(fs *flag.FlagSet) action {
 		cf := addControlFlags(fs)
+		pattern := fs.String("name", "", "print only the budgets whose name matches this `glob`")
 		return func(ctx context.Context, e *env) error {
-			cl, topic, err := cf.open(ctx)
+			if _, err := path.Match(*pattern, ""); err != nil {
+				return badFlag("name", "%v", err)
+			}
+			latest, _, err := cf.read(ctx)
 			if err != nil {
 				return err
 			}
-			cl.Close()
-			var mu sync.Mutex
-			latest := map[string]string{}
-			opts, _ := cf.kf.opts()
-			f, err := control.Follow(ctx, topic, opts, func(r *kgo.Record) {
-				mu.Lock()
-				defer mu.Unlock()
-				if r.Value == nil {
-					delete(latest, string(r.Key))
-					return
-				}
-				if _, err := control.Decode(r.Key, r.Value); err != nil {
-					line, _ := json.Marshal(map[string]string{"name": string(r.Key), "error": err.Error()})
-					latest[string(r.Key)] = string(line)
-					return
-				}
-				latest[string(r.Key)] = string(r.Value)
-			})
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			wctx, cancel := context.WithTimeout(ctx, *cf.timeout)
-			defer cancel()
-			if err := f.WaitCaughtUp(wctx); err != nil {
-				return fmt.Errorf("read %s: %w", topic, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
 			names := make([]string, 0, len(latest))
 			for n := range latest {
-				names = append(names, n)
+				if ok, _ := path.Match(*pattern, n); *pattern == "" || ok {
+					names = append(names, n)
+				}
 			}
 			sort.Strings(names)
+			w := bufio.NewWriterSize(e.stdout, 64<<10)
 			for _, n := range names {
-				fmt.Fprintln(e.stdout, latest[n])
+				v := latest[n]
+				if _, err := control.Decode([]byte(n), v); err != nil {
+					v, _ = json.Marshal(map[string]string{"name": n, "error": err.Error()})
+				}
+				w.Write(v)
+				w.WriteByte('\n')
 			}
-			return nil
+			return w.Flush()
 		}
 	},
+}
+
+// read reads the control topic to its end and returns the newest value of
+// each budget name (tombstones drop the name) and the topic's name.
+func (c *controlFlags) read(ctx context.Context) (map[string][]byte, string, error) {
+	cl, topic, err := c.open(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	cl.Close()
+	var mu sync.Mutex
+	latest := map[string][]byte{}
+	opts, _ := c.kf.opts()
+	f, err := control.FollowBatches(ctx, topic, opts, func(rs []*kgo.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rs {
+			if r.Value == nil {
+				delete(latest, string(r.Key))
+			} else {
+				latest[string(r.Key)] = r.Value
+			}
+		}
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	wctx, cancel := context.WithTimeout(ctx, *c.timeout)
+	defer cancel()
+	if err := f.WaitCaughtUp(wctx); err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", topic, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return latest, topic, nil
 }

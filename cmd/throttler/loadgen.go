@@ -26,7 +26,16 @@ var loadgenCmd = &command{
   {"id":"1-42","user":"user-3","campaign":"a","score":0.61,"ts":1795341600000}
 
 id is "<seed>-<sequence>"; user follows a Zipf distribution over -users
-users; campaign is drawn from -budgets (uniform, or weighted as "a:3,b:1");
+users; campaign is drawn from -budgets (uniform, or weighted as "a:3,b:1")
+and from -spread N budgets named -spread-prefix and a zero-padded rank
+("light-00042"), drawn by rank: Zipf with exponent -spread-skew (rank 0 the
+most frequent), or uniform with -spread-skew 0. The spread takes
+-spread-weight against the -budgets weights (default their sum: half of
+the events; all of them without -budgets). For example, 10 paced budgets
+with half the traffic and 99,990 light ones over Zipf traffic:
+
+  -budgets paced-0,paced-1,…,paced-9 -spread 99990 -spread-prefix light-
+
 score is uniform in [0,1); ts is the event time in Unix milliseconds. The
 record key is the user. The same -seed gives the same events.
 
@@ -46,7 +55,7 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 		duration := fs.Duration("duration", 0, "stop after this long (default: no limit)")
 		count := fs.Uint64("count", 0, "stop after this many events (default: no limit)")
 		var budgets []loadgen.Budget
-		fs.Func("budgets", "campaigns to draw from: `a,b,c` (uniform) or a:3,b:1 (weighted); required", func(s string) error {
+		fs.Func("budgets", "campaigns to draw from: `a,b,c` (uniform) or a:3,b:1 (weighted); required without -spread", func(s string) error {
 			b, err := loadgen.ParseBudgets(s)
 			budgets = b
 			return err
@@ -58,10 +67,21 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 		format := fs.String("format", loadgen.FormatJSON, "event `format`: json, avro or protobuf")
 		registryURL := fs.String("registry", "", "schema registry `URL` (avro and protobuf)")
 		subject := fs.String("subject", "", "registry `subject` of the schema (default \"<topic>-value\")")
+		var spread loadgen.Spread
+		fs.IntVar(&spread.Count, "spread", 0, "`count` of light budgets drawn by rank, besides -budgets")
+		fs.StringVar(&spread.Prefix, "spread-prefix", loadgen.DefaultSpreadPrefix, "name `prefix` of the -spread budgets")
+		fs.Float64Var(&spread.Skew, "spread-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the -spread budgets' ranks; 0: uniform")
+		fs.Float64Var(&spread.Weight, "spread-weight", 0, "`weight` of the -spread budgets together against -budgets' (default: their sum)")
 		return func(ctx context.Context, e *env) error {
 			switch {
-			case len(budgets) == 0:
-				return &usageError{"flag -budgets is required"}
+			case len(budgets) == 0 && spread.Count == 0:
+				return &usageError{"flag -budgets is required (or -spread)"}
+			case spread.Count < 0:
+				return badFlag("spread", "must be at least 0, got %d", spread.Count)
+			case spread.Skew != 0 && !(spread.Skew > 1) || math.IsInf(spread.Skew, 0):
+				return badFlag("spread-skew", "must be 0 (uniform) or a number above 1, got %v", spread.Skew)
+			case spread.Weight < 0 || math.IsNaN(spread.Weight) || math.IsInf(spread.Weight, 0):
+				return badFlag("spread-weight", "must be a positive number, got %v", spread.Weight)
 			case math.IsNaN(*rate) || math.IsInf(*rate, 0) || *rate < 0:
 				return badFlag("rate", "must be a number at least 0, got %v", *rate)
 			case *duration < 0:
@@ -83,7 +103,7 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 			if err != nil {
 				return err
 			}
-			g, err := loadgen.New(loadgen.Config{Seed: *seed, Users: *users, Skew: *skew, Budgets: budgets})
+			g, err := loadgen.New(loadgen.Config{Seed: *seed, Users: *users, Skew: *skew, Budgets: budgets, Spread: spread})
 			if err != nil {
 				return &usageError{err.Error()}
 			}

@@ -38,12 +38,15 @@ var commands = []*command{
 	demoCmd,
 	simulateCmd,
 	benchCmd,
+	scaleCmd,
 	statusCmd,
 	dashboardCmd,
 	budgetSetCmd,
 	budgetDeleteCmd,
 	budgetResetCmd,
 	budgetListCmd,
+	budgetImportCmd,
+	budgetChurnCmd,
 }
 
 // command is one subcommand.

@@ -23,6 +23,9 @@ import (
 	"github.com/throttler/throttler/internal/logx"
 )
 
+// logNames bounds the budget names a log line lists.
+const logNames = 10
+
 // DefaultConnectTimeout bounds how long run tries to reach the brokers
 // before it gives up.
 const DefaultConnectTimeout = 30 * time.Second
@@ -134,7 +137,7 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 		}
 		return err
 	}
-	w, tree, err := app.NewWorker(cfg, append([]consumer.Opt{consumer.WithLogger(log)}, opts...)...)
+	w, _, err := app.NewWorker(cfg, append([]consumer.Opt{consumer.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -145,12 +148,14 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 		}
 		ev.Msg("http listening")
 	}
-	names := make([]string, 0, tree.Len())
-	for _, b := range tree.Budgets() {
+	// The config's budgets, at most logNames of them: a line, not a
+	// megabyte, for a config of 100,000 budgets.
+	names := make([]string, 0, min(logNames, len(cfg.Budgets)))
+	for _, b := range cfg.Budgets[:min(logNames, len(cfg.Budgets))] {
 		names = append(names, b.Name)
 	}
 	log.Info().Strs("brokers", cfg.Brokers).Str("group", cfg.Group).Strs("input", cfg.Topics.Input).
-		Str("output", cfg.Topics.Output).Strs("budgets", names).Msg("starting worker")
+		Str("output", cfg.Topics.Output).Strs("budgets", names).Int("n_budgets", len(cfg.Budgets)).Msg("starting worker")
 	go func() {
 		<-ctx.Done()
 		log.Info().Msg("signal received: finishing records in flight, committing and leaving the group")

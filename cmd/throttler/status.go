@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,14 +23,31 @@ shares against the weights and the sample-ratio-mismatch p-value, marked
 "` + status.MismatchMark + `" below 0.001. It needs nothing but the stats topic: the workers
 publish their budget and experiment definitions there.
 
+-budget NAME (repeatable) shows only the budgets of those names, or matching
+those glob patterns ('*' any characters, '/' included; '?' one; [a-z] a
+set): -budget 'campaign/0042*'. -top N shows the N budgets of largest
+|deviation| (of those -budget selects), largest first. Budgets are computed
+and printed one at a time, so a stats topic of 100,000 budgets is read and
+printed without holding its status; with -top only the N best are kept.
+
 --json prints the same as one JSON document (version 1; docs/configuration.md,
-"throttler status", describes its fields). Exit status 0 when it printed, 1 when the
-topic cannot be read, 2 for a bad flag.`,
+"throttler status", describes its fields; with -budget or -top it adds
+"query" and counts the matching budgets in "budgets_matched"). Exit status 0
+when it printed, 1 when the topic cannot be read, 2 for a bad flag.`,
 	setup: func(fs *flag.FlagSet) action {
 		kf := addKafkaFlags(fs)
 		topic := fs.String("stats-topic", "throttler.stats", "the stats `topic` (a config's topics.stats; default <group>.stats)")
 		asJSON := fs.Bool("json", false, "print one JSON document instead of tables")
 		timeout := fs.Duration("timeout", 30*time.Second, "give up reading the topic after this `duration`")
+		var q status.Query
+		fs.Func("budget", "show the budget of this `name` or glob (repeatable)", func(s string) error {
+			if s == "" {
+				return errors.New("must not be empty")
+			}
+			q.Budgets = append(q.Budgets, s)
+			return nil
+		})
+		fs.IntVar(&q.Top, "top", 0, "show the `N` budgets of largest |deviation| (0: all, by name)")
 		return func(ctx context.Context, e *env) error {
 			opts, err := kf.opts()
 			if err != nil {
@@ -43,18 +59,18 @@ topic cannot be read, 2 for a bad flag.`,
 			if *timeout <= 0 {
 				return badFlag("timeout", "must be positive, got %v", *timeout)
 			}
+			if q.Top < 0 {
+				return badFlag("top", "must be at least 0, got %d", q.Top)
+			}
+			if err := q.Check(); err != nil {
+				return badFlag("budget", "%v", err)
+			}
 			view, err := openView(ctx, opts, *topic, *timeout)
 			if err != nil {
 				return err
 			}
 			defer view.Close()
-			st := status.Build(view, *topic, clock())
-			if *asJSON {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			return status.WriteText(e.stdout, st)
+			return status.Stream(e.stdout, view, *topic, clock(), q, *asJSON)
 		}
 	},
 }

@@ -15,14 +15,17 @@
 // commit of the last record. Group joining and start-up are thereby left
 // out of both.
 //
-// The pipeline's configuration: events from internal/loadgen (one
-// campaign "a") in Config.Format (Avro and Protobuf framed for a schema
-// registry in the process, whose schema the worker fetches once; the
-// passthrough copies the same bytes), fields budget=campaign, key=user,
-// id=id, time=ts; one
-// unscored window budget "a" paced to pass about half of the events at the
-// expected rate (see newPipeline); no rejected topic (rejects are dropped
-// and counted), no experiments; a sync interval of 100ms.
+// The pipeline's configuration: events from internal/loadgen in
+// Config.Format (Avro and Protobuf framed for a schema registry in the
+// process, whose schema the worker fetches once; the passthrough copies the
+// same bytes), fields budget=campaign, key=user, id=id, time=ts; Budgets
+// unscored window budgets (one, "a", by default; else a loadgen spread
+// "b-0…" drawn by Zipf rank with exponent Skew, or uniformly with Skew 0),
+// each paced to pass about half of its events at the expected rate (see
+// newPipeline); rejected events go to a rejected topic (unless
+// DropRejected), so that the pipeline, like the passthrough, produces a
+// record for every input record: the fair comparison, and the default; no
+// experiments; a sync interval of 100ms.
 package bench
 
 import (
@@ -30,8 +33,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"syscall"
@@ -43,7 +46,6 @@ import (
 
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 )
@@ -77,6 +79,17 @@ type Config struct {
 	// directory, removed at the end (records kept in memory with no
 	// retention would grow the broker and slow it down round after round).
 	DataDir string
+	// DropRejected makes the pipeline drop rejected events (counted, not
+	// produced), as `throttler bench` did before it had a rejected topic:
+	// the pipeline then produces only the passed half of what the
+	// passthrough does. Default false: every record is produced somewhere.
+	DropRejected bool
+	// Budgets is the number of budgets over the input. Default 1.
+	Budgets int
+	// Skew is the Zipf exponent (> 1) of the budgets' ranks, or 0 for a
+	// uniform draw; used with Budgets > 1. Default 0 (a Config built in
+	// code); `throttler bench` passes loadgen.DefaultSkew.
+	Skew float64
 	// CPUProfile, when set, receives a CPU profile of the last pipeline
 	// round.
 	CPUProfile io.Writer
@@ -101,6 +114,10 @@ type Round struct {
 	// DeadLetters counts the records the pipeline dead-lettered (none
 	// expected: every record is good).
 	DeadLetters float64 `json:"dead_letters,omitempty"`
+	// Produced is the fraction of records the pipeline produced to a
+	// topic (passed, rejected when the rejected topic is on, dead
+	// letters); pipeline rounds only.
+	Produced float64 `json:"produced,omitempty"`
 }
 
 // Result is what Run measured. PipelineRPS and PassthroughRPS are the
@@ -113,6 +130,11 @@ type Result struct {
 	PassthroughRPS float64 `json:"passthrough_rps"`
 	Ratio          float64 `json:"ratio"`
 	Rounds         []Round `json:"rounds"`
+	// RejectedTopic says whether the pipeline produced its rejected
+	// events (Config.DropRejected false); Budgets and Skew are Config's.
+	RejectedTopic bool    `json:"rejected_topic"`
+	Budgets       int     `json:"budgets"`
+	Skew          float64 `json:"budget_skew"`
 }
 
 const (
@@ -132,6 +154,9 @@ func (c *Config) defaults() error {
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions
 	}
+	if c.Budgets == 0 {
+		c.Budgets = 1
+	}
 	switch {
 	case c.Records < 1:
 		return fmt.Errorf("%w: records must be at least 1, got %d", ErrConfig, c.Records)
@@ -139,6 +164,10 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("%w: rounds must be at least 1, got %d", ErrConfig, c.Rounds)
 	case c.Partitions < 1:
 		return fmt.Errorf("%w: partitions must be at least 1, got %d", ErrConfig, c.Partitions)
+	case c.Budgets < 1:
+		return fmt.Errorf("%w: budgets must be at least 1, got %d", ErrConfig, c.Budgets)
+	case c.Skew != 0 && !(c.Skew > 1) || math.IsInf(c.Skew, 0):
+		return fmt.Errorf("%w: skew must be 0 (uniform) or above 1, got %v", ErrConfig, c.Skew)
 	case c.Delivery > consumer.AtLeastOnce:
 		return fmt.Errorf("%w: unknown delivery", ErrConfig)
 	}
@@ -183,7 +212,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{Records: c.Records, Delivery: c.Delivery.String(), Format: r.enc.Format()}
+	res := Result{Records: c.Records, Delivery: c.Delivery.String(), Format: r.enc.Format(), RejectedTopic: !c.DropRejected, Budgets: c.Budgets, Skew: c.Skew}
 	var pipe, pass []float64
 	for i := range c.Rounds {
 		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
@@ -253,7 +282,7 @@ func (r *runner) clientOpts() []kgo.Opt {
 }
 
 func (r *runner) produceInput(ctx context.Context) error {
-	g, err := loadgen.New(loadgen.Config{Seed: 1, Budgets: []loadgen.Budget{{Name: budgetName, Weight: 1}}})
+	g, err := loadgen.New(r.c.generator())
 	if err != nil {
 		return err
 	}
@@ -371,108 +400,4 @@ func (r *runner) passthroughRound(ctx context.Context, i int) (Round, error) {
 	}
 	rps, secs, cpu, err := r.runSide(ctx, group, p.run)
 	return Round{Side: "passthrough", RPS: rps, Seconds: secs, CPUMicros: cpu}, err
-}
-
-func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, prof io.Writer) (Round, error) {
-	n := strconv.Itoa(i)
-	group := "bench-pl-" + n
-	topics := consumer.Topics{
-		Input:       []string{inputTopic},
-		Output:      "bench-pl-out-" + n,
-		DeadLetter:  "bench-pl-dlq-" + n,
-		Stats:       "bench-pl-stats-" + n,
-		Checkpoints: "bench-pl-ckpt-" + n,
-	}
-	if err := r.createTopics(ctx, topics.Output, topics.DeadLetter); err != nil {
-		return Round{}, err
-	}
-	w, err := newPipeline(r.clientOpts(), group, topics, r.c.Delivery, time.Now(), expectRPS, r.c.Log, r.decOpts...)
-	if err != nil {
-		return Round{}, err
-	}
-	if prof != nil {
-		if err := pprof.StartCPUProfile(prof); err != nil {
-			return Round{}, err
-		}
-	}
-	rps, secs, cpu, err := r.runSide(ctx, group, w.Run)
-	if prof != nil {
-		pprof.StopCPUProfile()
-	}
-	if err != nil {
-		return Round{}, err
-	}
-	logCommits(r.c.Log, w)
-	return Round{Side: "pipeline", RPS: rps, Seconds: secs, CPUMicros: cpu,
-		Passed: counter(w, "throttler_passed_total") / float64(r.c.Records), DeadLetters: counter(w, "throttler_dead_lettered_total")}, nil
-}
-
-// logCommits logs, at debug level, the worker's commit count and time by
-// phase.
-func logCommits(log zerolog.Logger, w *consumer.Worker) {
-	mfs, err := w.Gatherer().Gather()
-	if err != nil {
-		return
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "throttler_commit_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			h := m.GetHistogram()
-			log.Debug().Str("phase", m.GetLabel()[0].GetValue()).Uint64("commits", h.GetSampleCount()).
-				Float64("seconds", h.GetSampleSum()).Msg("pipeline commit time")
-		}
-	}
-}
-
-// newPipeline returns the worker of a pipeline round: one window budget
-// of an hour from now whose target is half of expectRPS per second. The
-// run lasts a second or two, so the flow controller is set to settle
-// quickly: a sync interval of 100ms (its own rate is measured over one),
-// and the lag behind the ideal curve made up over the whole window rather
-// than over three sync intervals (the start-up time of the worker counts
-// as lag, which would otherwise make it pass nearly everything).
-func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, d consumer.Delivery, now time.Time, expectRPS float64, log zerolog.Logger, decOpts ...decode.DecodeOpt) (*consumer.Worker, error) {
-	const window = time.Hour
-	tree, err := flow.NewTree([]flow.Budget{{
-		Name:   budgetName,
-		Target: expectRPS / 2 * window.Seconds(),
-		Begin:  now,
-		End:    now.Add(window),
-	}}, flow.Acceleration(window), flow.SyncInterval(syncInterval))
-	if err != nil {
-		return nil, err
-	}
-	dec, err := decode.NewDecoder([]string{budgetName}, append([]decode.DecodeOpt{
-		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	return consumer.NewWorker(tree, dec,
-		consumer.ClientOpts(opts...),
-		consumer.Group(group),
-		consumer.WithTopics(topics),
-		consumer.WithDelivery(d),
-		consumer.TransactionalID(group+"-txn"),
-		consumer.WithLogger(log),
-		consumer.SyncInterval(syncInterval),
-	)
-}
-
-// counter returns the sum of the worker's counter name.
-func counter(w *consumer.Worker, name string) float64 {
-	mfs, err := w.Gatherer().Gather()
-	if err != nil {
-		return 0
-	}
-	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
 }

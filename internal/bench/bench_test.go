@@ -10,13 +10,20 @@ import (
 )
 
 // TestRunTiny runs a tiny bench in both delivery modes and checks that the
-// result is well formed. It asserts no speed.
+// result is well formed: exactly-once with the rejected topic and 20
+// budgets, at-least-once dropping rejects with one budget. It asserts no
+// speed.
 func TestRunTiny(t *testing.T) {
-	for _, d := range []consumer.Delivery{consumer.ExactlyOnce, consumer.AtLeastOnce} {
+	for _, c := range []Config{
+		{Delivery: consumer.ExactlyOnce, Budgets: 20, Skew: 1.1},
+		{Delivery: consumer.AtLeastOnce, DropRejected: true},
+	} {
+		d := c.Delivery
 		t.Run(d.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			res, err := Run(ctx, Config{Records: 20000, Delivery: d, Rounds: 1, Partitions: 4, DataDir: t.TempDir()})
+			c.Records, c.Rounds, c.Partitions, c.DataDir = 20000, 1, 4, t.TempDir()
+			res, err := Run(ctx, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -28,7 +35,7 @@ func TestRunTiny(t *testing.T) {
 			if err := json.Unmarshal(b, &got); err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range []string{"records", "pipeline_rps", "passthrough_rps", "ratio"} {
+			for _, k := range []string{"records", "pipeline_rps", "passthrough_rps", "ratio", "rejected_topic", "budgets", "budget_skew"} {
 				if _, ok := got[k]; !ok {
 					t.Errorf("JSON %s lacks %q", b, k)
 				}
@@ -47,6 +54,19 @@ func TestRunTiny(t *testing.T) {
 			}
 			if p := res.Rounds[1].Passed; !(p >= 0 && p <= 1) { // 0 when the run ends before the first tune
 				t.Errorf("pipeline passed fraction %v, want in [0, 1]", p)
+			}
+			if res.RejectedTopic == c.DropRejected || res.Budgets != max(c.Budgets, 1) || res.Skew != c.Skew {
+				t.Errorf("result %+v does not echo config %+v", res, c)
+			}
+			// Every record is decided once (an aborted transaction's are
+			// decided again): with the rejected topic every decided
+			// record is produced; without it only the passed ones.
+			pl := res.Rounds[1]
+			if !c.DropRejected && pl.Produced < 1 {
+				t.Errorf("produced fraction %v with the rejected topic, want at least 1", pl.Produced)
+			}
+			if c.DropRejected && pl.Produced != pl.Passed {
+				t.Errorf("produced fraction %v without the rejected topic, want the passed %v", pl.Produced, pl.Passed)
 			}
 		})
 	}
@@ -71,7 +91,7 @@ func TestRunTinyFormats(t *testing.T) {
 }
 
 func TestRunConfigErrors(t *testing.T) {
-	for _, c := range []Config{{Records: -1}, {Rounds: -2}, {Partitions: -1}, {Delivery: 9}, {Format: "xml"}} {
+	for _, c := range []Config{{Records: -1}, {Rounds: -2}, {Partitions: -1}, {Delivery: 9}, {Format: "xml"}, {Budgets: -1}, {Budgets: 5, Skew: 0.5}} {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}

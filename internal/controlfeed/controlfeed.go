@@ -36,7 +36,7 @@ type feed struct {
 	follower *control.Follower
 	caught   bool
 	waiting  map[string]error // reported once caught up
-	records  *prometheus.CounterVec
+	counts   *prometheus.CounterVec
 }
 
 // Start reads the control topic to its end with a client of clientOpts,
@@ -45,18 +45,18 @@ type feed struct {
 // of reg.
 func Start(ctx context.Context, topic string, clientOpts []kgo.Opt, t Target, reg prometheus.Registerer, log zerolog.Logger) (stop func(), err error) {
 	cs := &feed{target: t, log: log, state: control.NewState(t.Budgets()), waiting: map[string]error{}}
-	cs.records = prometheus.NewCounterVec(prometheus.CounterOpts{
+	cs.counts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "throttler_control_records_total",
 		Help: "Control topic records by result: applied (the budgets changed), waiting (the set they would give is invalid; retried after each change), invalid (cannot be decoded or breaks the budget rules; ignored).",
 	}, []string{"result"})
-	if err := reg.Register(cs.records); err != nil {
+	if err := reg.Register(cs.counts); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {
 			return nil, err
 		}
-		cs.records = are.ExistingCollector.(*prometheus.CounterVec)
+		cs.counts = are.ExistingCollector.(*prometheus.CounterVec)
 	}
-	f, err := control.Follow(ctx, topic, clientOpts, cs.record)
+	f, err := control.FollowBatches(ctx, topic, clientOpts, cs.records)
 	if err != nil {
 		return nil, fmt.Errorf("control topic: %w", err)
 	}
@@ -73,45 +73,78 @@ func Start(ctx context.Context, topic string, clientOpts []kgo.Opt, t Target, re
 		log.Warn().Str("budget", name).Err(err).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
 	}
 	cs.mu.Unlock()
-	log.Info().Str("topic", topic).Strs("budgets", budgetNames(t.Budgets())).Msg("control topic read")
+	bs := t.Budgets()
+	log.Info().Str("topic", topic).Int("budgets", len(bs)).Strs("first", firstNames(bs, logNames)).Msg("control topic read")
 	return f.Close, nil
 }
 
-// record applies one control record (the follower's goroutine).
-func (cs *feed) record(r *kgo.Record) {
+// logNames bounds the budget names a log line lists.
+const logNames = 10
+
+// records applies the control records of one fetch (the follower's
+// goroutine) as one batch: a worker catching up on many records changes
+// its budgets a few times, not once per record.
+func (cs *feed) records(rs []*kgo.Record) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	log := cs.log.With().Str("budget", string(r.Key)).Int64("offset", r.Offset).Logger()
-	rec, err := control.Decode(r.Key, r.Value)
-	if err != nil {
-		cs.records.WithLabelValues("invalid").Inc()
-		log.Error().Err(err).Msg("control record ignored: the budget stays as it was")
+	recs := make([]control.Record, 0, len(rs))
+	for _, r := range rs {
+		rec, err := control.Decode(r.Key, r.Value)
+		if err != nil {
+			cs.counts.WithLabelValues("invalid").Inc()
+			cs.log.Error().Str("budget", string(r.Key)).Int64("offset", r.Offset).Err(err).Msg("control record ignored: the budget stays as it was")
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
 		return
 	}
-	accepted, waiting := cs.state.Apply(rec, func(bs []flow.Budget) error {
-		ch, err := cs.target.UpdateBudgets(bs)
+	accepted, waiting := cs.state.ApplyBatch(recs, func(b *control.Batch) error {
+		ch, err := cs.target.UpdateBudgets(b.Budgets())
 		if err == nil && !ch.Empty() {
-			log.Info().Strs("added", ch.Added).Strs("changed", ch.Changed).Strs("deleted", ch.Deleted).Msg("budgets changed")
+			// At most logNames names of each kind, with the counts.
+			cs.log.Info().Strs("added", first(ch.Added, logNames)).Strs("changed", first(ch.Changed, logNames)).
+				Strs("deleted", first(ch.Deleted, logNames)).Int("n_added", len(ch.Added)).Int("n_changed", len(ch.Changed)).
+				Int("n_deleted", len(ch.Deleted)).Msg("budgets changed")
 		}
 		return err
 	})
-	cs.records.WithLabelValues("applied").Add(float64(len(accepted)))
+	// An older record of a name in the same fetch was replaced by the
+	// newer one: applied and overwritten, as one by one.
+	cs.counts.WithLabelValues("applied").Add(float64(len(accepted) + len(recs) - distinctNames(recs)))
 	for _, a := range accepted {
 		delete(cs.waiting, a.Name)
 	}
-	if err, ok := waiting[rec.Name]; ok {
-		cs.records.WithLabelValues("waiting").Inc()
+	counted := make(map[string]bool)
+	for _, rec := range recs {
+		err, ok := waiting[rec.Name]
+		if !ok || counted[rec.Name] {
+			continue
+		}
+		counted[rec.Name] = true
+		cs.counts.WithLabelValues("waiting").Inc()
 		cs.waiting[rec.Name] = err
 		if cs.caught {
-			log.Warn().Err(err).Str("op", rec.Op.String()).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
+			cs.log.Warn().Str("budget", rec.Name).Err(err).Str("op", rec.Op.String()).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
 		}
 	}
 }
 
-func budgetNames(bs []flow.Budget) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = b.Name
+func distinctNames(rs []control.Record) int {
+	seen := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		seen[r.Name] = true
+	}
+	return len(seen)
+}
+
+func firstNames(bs []flow.Budget, n int) []string {
+	out := make([]string, 0, min(n, len(bs)))
+	for _, b := range bs[:min(n, len(bs))] {
+		out = append(out, b.Name)
 	}
 	return out
 }
+
+func first(names []string, n int) []string { return names[:min(n, len(names))] }

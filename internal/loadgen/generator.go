@@ -51,8 +51,42 @@ type Config struct {
 	// Skew is the Zipf exponent s (> 1) of the users' popularity: user
 	// rank k has weight 1/(1+k)^s. Default 1.1.
 	Skew float64
-	// Budgets are the campaigns to draw from, by weight. Required.
+	// Budgets are the campaigns to draw from, by weight. Required unless
+	// Spread has budgets.
 	Budgets []Budget
+	// Spread adds many budgets drawn by rank (Zipf or uniform). Optional.
+	Spread Spread
+}
+
+// Spread is a set of many budgets (light campaigns), drawn by rank: rank
+// k of Count (k = 0 the most frequent) with weight 1/(1+k)^Skew, or all
+// alike when Skew is 0. Its budgets are named SpreadName(Prefix, k,
+// Count).
+type Spread struct {
+	// Count is the number of budgets; 0 means none.
+	Count int
+	// Prefix starts every name. Default "spread-".
+	Prefix string
+	// Skew is the Zipf exponent s (> 1), or 0 for a uniform draw.
+	Skew float64
+	// Weight is the spread's weight against Config.Budgets' weights: its
+	// events are Weight/(Weight + their sum) of all. Default: their sum
+	// (half of the events), or 1 with no other budget.
+	Weight float64
+}
+
+// DefaultSpreadPrefix is the default of Spread.Prefix.
+const DefaultSpreadPrefix = "spread-"
+
+// SpreadName returns the name of rank k of a spread of count budgets:
+// prefix and k zero-padded to the width of count-1 ("light-00042").
+func SpreadName(prefix string, k, count int) string {
+	w := len(strconv.Itoa(max(count-1, 0)))
+	s := strconv.Itoa(k)
+	if len(s) < w {
+		s = strings.Repeat("0", w-len(s)) + s
+	}
+	return prefix + s
 }
 
 // Event is one synthetic event.
@@ -74,6 +108,9 @@ type Generator struct {
 	names    []string
 	cumul    []float64 // cumulative weights
 	idPrefix string
+	spread   []string   // the spread's names, by rank
+	sprZipf  *rand.Zipf // nil: uniform
+	sprFrom  float64    // weights from here up draw from the spread
 }
 
 // New returns a generator for cfg, after applying its defaults.
@@ -90,7 +127,7 @@ func New(cfg Config) (*Generator, error) {
 	if !(cfg.Skew > 1) || math.IsInf(cfg.Skew, 0) {
 		return nil, fmt.Errorf("%w: skew must be a finite number above 1, got %v", ErrConfig, cfg.Skew)
 	}
-	if len(cfg.Budgets) == 0 {
+	if len(cfg.Budgets) == 0 && cfg.Spread.Count == 0 {
 		return nil, fmt.Errorf("%w: at least one budget is required", ErrConfig)
 	}
 	g := &Generator{seed: cfg.Seed, idPrefix: strconv.FormatUint(cfg.Seed, 10) + "-"}
@@ -112,18 +149,70 @@ func New(cfg Config) (*Generator, error) {
 		g.names = append(g.names, b.Name)
 		g.cumul = append(g.cumul, total)
 	}
+	if err := g.setSpread(cfg.Spread, total); err != nil {
+		return nil, err
+	}
 	return g, nil
+}
+
+// setSpread prepares the spread's draw above the named budgets' total
+// weight.
+func (g *Generator) setSpread(sp Spread, total float64) error {
+	switch {
+	case sp.Count == 0:
+		return nil
+	case sp.Count < 0:
+		return fmt.Errorf("%w: spread count must be at least 0, got %d", ErrConfig, sp.Count)
+	case sp.Skew != 0 && (!(sp.Skew > 1) || math.IsInf(sp.Skew, 0)):
+		return fmt.Errorf("%w: spread skew must be 0 (uniform) or a finite number above 1, got %v", ErrConfig, sp.Skew)
+	case sp.Weight < 0 || math.IsNaN(sp.Weight) || math.IsInf(sp.Weight, 0):
+		return fmt.Errorf("%w: spread weight must be positive and finite, got %v", ErrConfig, sp.Weight)
+	}
+	if sp.Prefix == "" {
+		sp.Prefix = DefaultSpreadPrefix
+	}
+	if sp.Weight == 0 {
+		sp.Weight = max(total, 1)
+	}
+	g.spread = make([]string, sp.Count)
+	for k := range g.spread {
+		g.spread[k] = SpreadName(sp.Prefix, k, sp.Count)
+	}
+	if sp.Skew > 1 && sp.Count > 1 {
+		g.sprZipf = rand.NewZipf(g.rng, sp.Skew, 1, uint64(sp.Count-1))
+	}
+	g.sprFrom = total
+	g.cumul = append(g.cumul, total+sp.Weight)
+	return nil
+}
+
+// SpreadShares returns the share of the events that each rank of a
+// spread of count budgets and exponent skew receives within the spread
+// (uniform for skew 0): 1/(1+k)^skew over the sum of all ranks' weights.
+func SpreadShares(count int, skew float64) []float64 {
+	out := make([]float64, count)
+	var sum float64
+	for k := range out {
+		out[k] = 1
+		if skew != 0 {
+			out[k] = math.Pow(1+float64(k), -skew)
+		}
+		sum += out[k]
+	}
+	for k := range out {
+		out[k] /= sum
+	}
+	return out
 }
 
 // Next returns the next event, timed now.
 func (g *Generator) Next(now time.Time) Event {
 	g.seq++
 	user := g.users[g.zipf.Uint64()]
-	c := g.pick()
 	return Event{
 		ID:       g.idPrefix + strconv.FormatUint(g.seq, 10),
 		User:     user,
-		Campaign: g.names[c],
+		Campaign: g.campaign(),
 		Score:    g.rng.Float64(),
 		Time:     now,
 	}
@@ -131,6 +220,19 @@ func (g *Generator) Next(now time.Time) Event {
 
 // Generated returns how many events Next has returned.
 func (g *Generator) Generated() uint64 { return g.seq }
+
+// campaign draws the event's campaign: a named budget by weight, or a
+// spread budget by rank.
+func (g *Generator) campaign() string {
+	c := g.pick()
+	if c < len(g.names) {
+		return g.names[c]
+	}
+	if g.sprZipf != nil {
+		return g.spread[g.sprZipf.Uint64()]
+	}
+	return g.spread[g.rng.IntN(len(g.spread))]
+}
 
 func (g *Generator) pick() int {
 	if len(g.cumul) == 1 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -168,5 +169,45 @@ func TestParseBudgets(t *testing.T) {
 		if _, err := ParseBudgets(in); !errors.Is(err, ErrConfig) {
 			t.Errorf("ParseBudgets(%q) = %v, want ErrConfig", in, err)
 		}
+	}
+}
+
+func TestSpread(t *testing.T) {
+	if got := SpreadName("light-", 42, 100_000); got != "light-00042" {
+		t.Fatalf("SpreadName = %q", got)
+	}
+	if got := SpreadName("x", 0, 1); got != "x0" {
+		t.Fatalf("SpreadName = %q", got)
+	}
+	const n = 200_000
+	for _, skew := range []float64{0, 1.1} {
+		g, err := New(Config{Seed: 3, Budgets: []Budget{{"p0", 1}, {"p1", 1}}, Spread: Spread{Count: 1000, Prefix: "l-", Skew: skew}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]int{}
+		for range n {
+			counts[g.Next(time.Time{}).Campaign]++
+		}
+		named := counts["p0"] + counts["p1"]
+		// Half the events go to the spread (its default weight is the
+		// named budgets' sum); within 1% of n here (a fixed seed).
+		if d := float64(named)/n - 0.5; d > 0.01 || d < -0.01 {
+			t.Errorf("skew %v: named budgets got %d of %d", skew, named, n)
+		}
+		shares := SpreadShares(1000, skew)
+		for _, k := range []int{0, 9, 999} {
+			want := shares[k] * n / 2
+			got := float64(counts[SpreadName("l-", k, 1000)])
+			if got < want*0.8-10 || got > want*1.2+10 {
+				t.Errorf("skew %v: rank %d drew %v, want about %.0f", skew, k, got, want)
+			}
+		}
+	}
+	if _, err := New(Config{Spread: Spread{Count: 10, Skew: 0.5}}); err == nil {
+		t.Error("skew 0.5 accepted")
+	}
+	if g, err := New(Config{Spread: Spread{Count: 3}}); err != nil || !strings.HasPrefix(g.Next(time.Time{}).Campaign, DefaultSpreadPrefix) {
+		t.Errorf("spread alone: %v", err)
 	}
 }

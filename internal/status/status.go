@@ -26,6 +26,12 @@ type Status struct {
 	Budgets     []Budget     `json:"budgets"`        // by name
 	Experiments []Experiment `json:"experiments"`    // by layer, then experiment
 	Mismatches  int          `json:"srm_mismatches"` // experiments flagged by the SRM check
+	// BudgetsMatched is the number of budgets the query matched, before
+	// its Top: len(Budgets) without a query.
+	BudgetsMatched int `json:"budgets_matched"`
+	// Query is what selected the budgets; absent when every budget is
+	// shown.
+	Query *Query `json:"query,omitempty"`
 }
 
 // Budget is one budget's progress in its current window or period.
@@ -126,8 +132,25 @@ type Source interface {
 	VariantSources(layer, experiment string) []stats.VariantCounts
 }
 
-// Build computes the status at now from src.
+// Build computes the status at now from src, every budget included.
 func Build(src Source, topic string, now time.Time) Status {
+	st, limitOf := head(src, topic, now)
+	var reps []flow.Report
+	defs := src.BudgetDefs()
+	st.Budgets = make([]Budget, 0, len(defs))
+	for _, d := range defs {
+		reps = src.View(d.Budget.Name, reps[:0])
+		b := budget(d.Budget, reps, now)
+		b.Variant = limitOf[b.Name]
+		st.Budgets = append(st.Budgets, b)
+	}
+	st.BudgetsMatched = len(st.Budgets)
+	return st
+}
+
+// head returns the status at now without its budgets: the experiments
+// and their SRM tests; and the variant of each variant limit's budget.
+func head(src Source, topic string, now time.Time) (Status, map[string]string) {
 	st := Status{Version: Version, StatsTopic: topic, At: now.UTC(), Budgets: []Budget{}, Experiments: []Experiment{}}
 	limitOf := map[string]string{}
 	for _, e := range src.ExperimentDefs() {
@@ -142,16 +165,7 @@ func Build(src Source, topic string, now time.Time) Status {
 		}
 		st.Experiments = append(st.Experiments, x)
 	}
-	var reps []flow.Report
-	defs := src.BudgetDefs()
-	st.Budgets = make([]Budget, 0, len(defs))
-	for _, d := range defs {
-		reps = src.View(d.Budget.Name, reps[:0])
-		b := budget(d.Budget, reps, now)
-		b.Variant = limitOf[b.Name]
-		st.Budgets = append(st.Budgets, b)
-	}
-	return st
+	return st, limitOf
 }
 
 func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {

@@ -16,57 +16,102 @@ const MismatchMark = "!! SRM"
 
 // WriteText prints st as two tables: budgets, then experiments.
 func WriteText(w io.Writer, st Status) error {
-	fmt.Fprintf(w, "stats topic %s at %s\n\n", st.StatsTopic, st.At.Format(time.RFC3339))
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	if len(st.Budgets) == 0 {
-		fmt.Fprintln(tw, "no budget definitions on the stats topic (no worker has published yet)")
-	} else {
-		fmt.Fprintln(tw, "BUDGET\tKIND\tTARGET\tACHIEVED\tIDEAL\tDEVIATION\tPASS RATE\tTIME LEFT\tSOURCES\tCURRENT")
-		for _, b := range st.Budgets {
-			pr := "-"
-			if b.PassRate != nil {
-				pr = fmt.Sprintf("%.4f", *b.PassRate)
-			}
-			cur := b.Start.Format(time.RFC3339) + " .. " + b.Finish.Format(time.RFC3339)
-			if b.PeriodSeconds > 0 {
-				cur = "period " + cur
-			}
-			name, kind := b.Name, b.Kind
-			if b.Delay {
-				kind += " (delay)"
-			}
-			if b.Parent != "" {
-				name += " (in " + b.Parent + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%g\t%s\t%.1f\t%+.2f%%\t%s\t%s\t%d\t%s\n", name, kind, b.Target,
-				num(b.Achieved), b.Ideal, 100*b.Deviation, pr, (time.Duration(b.TimeLeftSeconds) * time.Second).String(), b.Sources, cur)
+	writeTextHead(w, st)
+	t := newBudgetTable(w)
+	for _, b := range st.Budgets {
+		if err := t.row(b); err != nil {
+			return err
 		}
 	}
-	fmt.Fprintln(tw)
-	if len(st.Experiments) == 0 {
+	if err := t.end(); err != nil {
+		return err
+	}
+	return writeExperiments(w, st.Experiments)
+}
+
+func writeTextHead(w io.Writer, st Status) {
+	fmt.Fprintf(w, "stats topic %s at %s\n\n", st.StatsTopic, st.At.Format(time.RFC3339))
+}
+
+// tableBlock is the number of budget rows aligned together: the table is
+// written a block at a time, so that 100,000 rows are not held at once.
+const tableBlock = 1000
+
+// budgetTable writes the budgets' table a row at a time.
+type budgetTable struct {
+	w    io.Writer
+	tw   *tabwriter.Writer
+	rows int
+}
+
+func newBudgetTable(w io.Writer) *budgetTable {
+	return &budgetTable{w: w, tw: tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)}
+}
+
+func (t *budgetTable) row(b Budget) error {
+	if t.rows == 0 {
+		fmt.Fprintln(t.tw, "BUDGET\tKIND\tTARGET\tACHIEVED\tIDEAL\tDEVIATION\tPASS RATE\tTIME LEFT\tSOURCES\tCURRENT")
+	}
+	t.rows++
+	pr := "-"
+	if b.PassRate != nil {
+		pr = fmt.Sprintf("%.4f", *b.PassRate)
+	}
+	cur := b.Start.Format(time.RFC3339) + " .. " + b.Finish.Format(time.RFC3339)
+	if b.PeriodSeconds > 0 {
+		cur = "period " + cur
+	}
+	name, kind := b.Name, b.Kind
+	if b.Delay {
+		kind += " (delay)"
+	}
+	if b.Parent != "" {
+		name += " (in " + b.Parent + ")"
+	}
+	fmt.Fprintf(t.tw, "%s\t%s\t%g\t%s\t%.1f\t%+.2f%%\t%s\t%s\t%d\t%s\n", name, kind, b.Target,
+		num(b.Achieved), b.Ideal, 100*b.Deviation, pr, (time.Duration(b.TimeLeftSeconds) * time.Second).String(), b.Sources, cur)
+	if t.rows%tableBlock == 0 {
+		return t.tw.Flush()
+	}
+	return nil
+}
+
+// end ends the table (a line saying there is none when no row came) and
+// the blank line after it.
+func (t *budgetTable) end() error {
+	if t.rows == 0 {
+		fmt.Fprintln(t.tw, "no budget definitions on the stats topic (no worker has published yet)")
+	}
+	fmt.Fprintln(t.tw)
+	return t.tw.Flush()
+}
+
+func writeExperiments(w io.Writer, xs []Experiment) error {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	if len(xs) == 0 {
 		fmt.Fprintln(tw, "no experiment definitions on the stats topic")
-	} else {
-		fmt.Fprintln(tw, "EXPERIMENT\tVARIANT\tWEIGHT\tKEYS\tSHARE\tEVENTS\tEVENT SHARE\tLIMIT\tSRM (keys)")
-		for _, x := range st.Experiments {
-			srm := fmt.Sprintf("p=%.3g chi2=%.2f", x.SRM.P, x.SRM.Chi2)
-			switch {
-			case !x.SRM.Checked:
-				srm = fmt.Sprintf("not checked: %d keys, needs %d", x.Keys, splitter.SRMMinEvents)
-			case x.SRM.Mismatch:
-				srm += "  " + MismatchMark + fmt.Sprintf(" (p < %g: the counts do not follow the weights)", splitter.SRMAlpha)
+		return tw.Flush()
+	}
+	fmt.Fprintln(tw, "EXPERIMENT\tVARIANT\tWEIGHT\tKEYS\tSHARE\tEVENTS\tEVENT SHARE\tLIMIT\tSRM (keys)")
+	for _, x := range xs {
+		srm := fmt.Sprintf("p=%.3g chi2=%.2f", x.SRM.P, x.SRM.Chi2)
+		switch {
+		case !x.SRM.Checked:
+			srm = fmt.Sprintf("not checked: %d keys, needs %d", x.Keys, splitter.SRMMinEvents)
+		case x.SRM.Mismatch:
+			srm += "  " + MismatchMark + fmt.Sprintf(" (p < %g: the counts do not follow the weights)", splitter.SRMAlpha)
+		}
+		for i, v := range x.Variants {
+			share, eshare := pct(v.Share), pct(v.EventShare)
+			lim := "-"
+			if v.Limit != "" {
+				lim = "over limit -> " + v.Fallback
 			}
-			for i, v := range x.Variants {
-				share, eshare := pct(v.Share), pct(v.EventShare)
-				lim := "-"
-				if v.Limit != "" {
-					lim = "over limit -> " + v.Fallback
-				}
-				name, s := "", ""
-				if i == 0 {
-					name, s = x.Layer+"/"+x.Experiment, srm
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%d\t%s\t%s\t%s\n", name, v.Name, 100*v.Weight, v.Keys, share, v.Count, eshare, lim, s)
+			name, s := "", ""
+			if i == 0 {
+				name, s = x.Layer+"/"+x.Experiment, srm
 			}
+			fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%d\t%s\t%s\t%s\n", name, v.Name, 100*v.Weight, v.Keys, share, v.Count, eshare, lim, s)
 		}
 	}
 	return tw.Flush()

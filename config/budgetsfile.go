@@ -1,0 +1,190 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MaxBudgetLine bounds a line of a budgets file (ReadBudgets).
+const MaxBudgetLine = 1 << 20
+
+// budgetKeys are the fields of a budget line: the config file's names.
+var budgetKeys = []string{"name", "target", "begin", "end", "reserve", "period", "kind", "scored", "parent", "action"}
+
+// ReadBudgets reads budgets in JSON lines: one JSON object a line, with a
+// budget's fields under their config-file names (name, target, begin,
+// end, reserve, period, kind, scored, parent, action), times in RFC 3339
+// and durations as Go writes them ("30s", "1h"):
+//
+//	{"name":"campaign/000001","target":15000,"begin":"2026-11-22T10:00:00Z","end":"2026-11-22T12:00:00Z","parent":"account/7"}
+//	{"name":"account/7","target":100000,"period":"1h"}
+//
+// Blank lines and lines starting with '#' are skipped. It checks the
+// form of each line (JSON, known fields, the type of each value), not the
+// budgets: Validate (through budgets_file) or CheckBudgetLines does that.
+// file names the input in problems. It returns the budgets, the line of
+// each, and the problems, each with File and Line set and Path naming the
+// field ("" for the line as a whole). An error reading r is a problem of
+// its own. It costs O(bytes), one small map per line.
+func ReadBudgets(r io.Reader, file string) (budgets []Budget, lines []int, ps Problems) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxBudgetLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		b, p := parseBudgetLine(line)
+		for i := range p {
+			p[i].File, p[i].Line = file, n
+		}
+		if len(p) > 0 {
+			ps = append(ps, p...)
+			continue
+		}
+		budgets = append(budgets, b)
+		lines = append(lines, n)
+	}
+	if err := sc.Err(); err != nil {
+		reason := "cannot read: " + err.Error()
+		if errors.Is(err, bufio.ErrTooLong) {
+			reason = fmt.Sprintf("line longer than %d bytes", MaxBudgetLine)
+		}
+		ps = append(ps, Problem{File: file, Line: n + 1, Reason: reason})
+	}
+	return budgets, lines, ps
+}
+
+// parseBudgetLine decodes one line; problems carry the field's name as
+// Path and no line.
+func parseBudgetLine(line []byte) (Budget, Problems) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return Budget{}, Problems{{Reason: "want one JSON object, got " + jsonProblem(err)}}
+	}
+	var b Budget
+	var ps Problems
+	field := func(key string, dst any) {
+		v, ok := raw[key]
+		if !ok || string(v) == "null" {
+			return
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			ps = append(ps, Problem{Path: key, Reason: "want " + jsonKind(dst) + ", got " + string(v)})
+		}
+	}
+	var begin, end, reserve, period, kind, action string
+	field("name", &b.Name)
+	field("target", &b.Target)
+	field("begin", &begin)
+	field("end", &end)
+	field("reserve", &reserve)
+	field("period", &period)
+	field("kind", &kind)
+	field("scored", &b.Scored)
+	field("parent", &b.Parent)
+	field("action", &action)
+	b.Kind, b.Action = Kind(kind), Action(action)
+	rfc3339 := func(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+	parseText(&ps, "begin", begin, &b.Begin, rfc3339, timeType)
+	parseText(&ps, "end", end, &b.End, rfc3339, timeType)
+	parseText(&ps, "reserve", reserve, &b.Reserve, time.ParseDuration, durationType)
+	parseText(&ps, "period", period, &b.Period, time.ParseDuration, durationType)
+	var unknown []string
+	for k := range raw {
+		if !slices.Contains(budgetKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		ps = append(ps, Problem{Path: k, Reason: "unknown field (want " + strings.Join(budgetKeys, ", ") + ")"})
+	}
+	return b, ps
+}
+
+// parseText sets *dst to parse(s) unless s is empty; a value that does
+// not parse is a problem of field key, wanting a value of type want.
+func parseText[T any](ps *Problems, key, s string, dst *T, parse func(string) (T, error), want reflect.Type) {
+	if s == "" {
+		return
+	}
+	v, err := parse(s)
+	if err != nil {
+		*ps = append(*ps, Problem{Path: key, Reason: fmt.Sprintf("want %s, got %q", describe(want), s)})
+	}
+	*dst = v
+}
+
+// jsonKind names what a field of a budget line holds.
+func jsonKind(dst any) string {
+	switch dst.(type) {
+	case *float64:
+		return "a number"
+	case *bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+// jsonProblem describes a line that is not a JSON object.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "a JSON " + te.Value
+	}
+	return "invalid JSON (" + strings.TrimPrefix(err.Error(), "json: ") + ")"
+}
+
+// fileBudgets says which of a Config's budgets came from its budgets file:
+// Budgets[first:], budget first+i from line lines[i] of path.
+type fileBudgets struct {
+	path  string
+	first int
+	lines []int
+}
+
+// of returns the file and line of budget i, if it came from the file.
+func (f *fileBudgets) of(i int) (string, int, bool) {
+	if f == nil || i < f.first || i-f.first >= len(f.lines) {
+		return "", 0, false
+	}
+	return f.path, f.lines[i-f.first], true
+}
+
+// readBudgetsFile appends the budgets of c.BudgetsFile (relative to dir
+// when not absolute) to c.Budgets. Problems name the file and line, or
+// budgets_file when it cannot be opened.
+func (c *Config) readBudgetsFile(dir string) Problems {
+	path := c.BudgetsFile
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Problems{{Path: "budgets_file", Reason: "cannot read: " + err.Error(), Line: c.lines["budgets_file"]}}
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return Problems{{Path: "budgets_file", Reason: path + " is not a regular file", Line: c.lines["budgets_file"]}}
+	}
+	bs, lines, ps := ReadBudgets(f, c.BudgetsFile)
+	if len(ps) > 0 {
+		return ps
+	}
+	c.file = &fileBudgets{path: c.BudgetsFile, first: len(c.Budgets), lines: lines}
+	c.Budgets = append(c.Budgets, bs...)
+	return nil
+}
