@@ -30,7 +30,7 @@ func TestControlTopic(t *testing.T) {
 	topics := Topics{
 		Input: []string{"events"}, Rewards: []string{"clicks"},
 		Output: "out", Rejected: "rejected", DeadLetter: "dlq",
-		Stats: "stats", Checkpoints: "ckpt", Control: "ctl",
+		Stats: "stats", Control: "ctl",
 	}
 	follow := OnStart(func(ctx context.Context, w *Worker) (func(), error) {
 		return controlfeed.Start(ctx, "ctl", w.ClientOpts(), w, w.Registerer(), w.Logger())

@@ -46,11 +46,7 @@ func FromConfig(c *config.Config) (Parts, error) {
 	if err != nil {
 		return Parts{}, err
 	}
-	names := make([]string, len(budgets))
-	for i, b := range budgets {
-		names[i] = b.Name
-	}
-	dec, err := decoder(c, names)
+	dec, err := decoder(c)
 	if err != nil {
 		return Parts{}, err
 	}
@@ -99,9 +95,10 @@ func NewWorker(c *config.Config, opts ...consumer.Opt) (*consumer.Worker, *flow.
 	return w, parts.Tree, nil
 }
 
-// decoder returns the decoder of the configuration's fields, accepting
-// the budgets names.
-func decoder(c *config.Config, names []string) (*decode.Decoder, error) {
+// decoder returns the decoder of the configuration's fields. It accepts
+// every budget name: the worker's flow tree says which exist (its decide
+// stage dead-letters the others), and they change while it runs.
+func decoder(c *config.Config) (*decode.Decoder, error) {
 	f := c.Fields
 	dopts := []decode.DecodeOpt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
 		// Experiments bucket events by key: a keyless event is a bad
@@ -110,7 +107,7 @@ func decoder(c *config.Config, names []string) (*decode.Decoder, error) {
 	if f.Budget != "" {
 		dopts = append(dopts, decode.BudgetPath(f.Budget))
 	}
-	return decode.NewDecoder(names, dopts...)
+	return decode.NewDecoder(nil, dopts...)
 }
 
 // workerOpts returns the worker options of the configuration but the
