@@ -69,11 +69,14 @@ func (w *Worker) commit() error {
 	}
 	if u.syncDue && committed {
 		w.nextSync = u.now.Add(w.cfg.syncInterval)
+		lanes := 0
 		for _, p := range parts {
 			if p.ready.Load() {
 				p.release(u.now)
+				lanes += p.src.Len()
 			}
 		}
+		w.m.openLanes.Set(float64(lanes))
 		w.tree.Sync(u.now, viewExchange{w.view})
 	}
 	return nil

@@ -38,6 +38,7 @@ type metrics struct {
 	consumerLag *prometheus.GaugeVec // topic, partition
 	assigned    prometheus.Gauge
 	viewAge     prometheus.Gauge
+	openLanes   prometheus.Gauge
 
 	series budgetSeries // the budgets that have series, and when they were last active
 }
@@ -77,7 +78,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "throttler_dropped_total", Help: "Events dropped by a stage, or rejected with no rejected topic."})
 	m.assigned = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_assigned_partitions", Help: "Partitions this worker owns."})
 	m.viewAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_stats_view_age_seconds", Help: "Time since the stats view last applied a record."})
-	reg.MustRegister(m.dropped, m.assigned, m.viewAge)
+	m.openLanes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_open_lanes", Help: "Lanes (budget x owned partition) open on this worker: those with an event in the last lane idle span."})
+	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.openLanes)
 	m.series.last = map[string]time.Time{}
 	return m
 }
