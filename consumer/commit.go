@@ -40,13 +40,13 @@ func (w *Worker) commit() error {
 	parts := w.partitions()
 	u := &unit{now: w.cfg.now()}
 	u.syncDue = !u.now.Before(w.nextSync)
-	for _, p := range parts {
+	w.eachOwned(parts, func(p *partition) {
 		if p.touched {
 			u.touched = append(u.touched, p)
 			p.foldVariants()
 		}
 		p.flushCounts()
-	}
+	})
 	if len(u.touched) == 0 && !u.syncDue && !w.defs.due() {
 		return nil
 	}
@@ -70,16 +70,31 @@ func (w *Worker) commit() error {
 	if u.syncDue && committed {
 		w.nextSync = u.now.Add(w.cfg.syncInterval)
 		lanes := 0
-		for _, p := range parts {
+		w.eachOwned(parts, func(p *partition) {
 			if p.ready.Load() {
 				p.release(u.now)
 				lanes += p.src.Len()
 			}
-		}
+		})
 		w.m.openLanes.Set(float64(lanes))
 		w.tree.Sync(u.now, viewExchange{w.view})
 	}
 	return nil
+}
+
+// eachOwned calls fn, under w.mu, for each of ps the worker still owns. A
+// revoke stops a partition only once it is no longer owned (onRevoked), so
+// fn never meets a partition being stopped: the final commit at shutdown,
+// and the end of a transaction that takes long (txnSession.end), run with
+// rebalances allowed.
+func (w *Worker) eachOwned(ps []*partition, fn func(*partition)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range ps {
+		if w.parts[topicPartition{p.topic, p.id}] == p {
+			fn(p)
+		}
+	}
 }
 
 // partitions returns the partitions owned now.
@@ -103,13 +118,13 @@ func (w *Worker) partitions() []*partition {
 // written. A partition whose ledger is ahead of the group's offset after
 // a crash then skips the records in between (partition.start).
 func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
-	for _, p := range u.touched {
+	w.eachOwned(u.touched, func(p *partition) {
 		for _, s := range p.kept() {
 			for _, r := range s.Flush(u.now) {
 				w.produce(r)
 			}
 		}
-	}
+	})
 	if w.cfg.delivery == AtLeastOnce {
 		if err := w.sess.client().Flush(ctx); err != nil {
 			return &sessionError{fmt.Errorf("flush: %w", err)}
@@ -118,13 +133,15 @@ func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 			return nil // end fails the unit: nothing more is written
 		}
 	}
-	for _, p := range parts {
-		if !p.ready.Load() {
-			continue // still loading its ledger
+	var err error
+	w.eachOwned(parts, func(p *partition) {
+		if err != nil || !p.ready.Load() {
+			return // still loading its ledger
 		}
-		recs, err := p.ledgerRecords(u.now, u.syncDue)
-		if err != nil {
-			return fmt.Errorf("ledger of %s: %w", p.source, err)
+		recs, lerr := p.ledgerRecords(u.now, u.syncDue)
+		if lerr != nil {
+			err = fmt.Errorf("ledger of %s: %w", p.source, lerr)
+			return
 		}
 		if len(recs) > 0 {
 			u.written = append(u.written, p)
@@ -132,6 +149,9 @@ func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 				w.produce(r)
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	u.defs = w.definitionRecords(u.now)
 	if u.syncDue {
@@ -183,24 +203,22 @@ func (w *Worker) settle(u *unit, committed bool) {
 		w.m.commits.WithLabelValues("aborted").Inc()
 		w.status.aborted++
 		w.log.Info().Int("partitions", len(u.touched)).Msg("transaction aborted; rolling back")
-		for _, p := range u.written {
+		w.eachOwned(u.written, func(p *partition) {
 			if !p.touched {
 				p.ledgerAborted()
 			}
-		}
+		})
 		return
 	}
 	w.m.commits.WithLabelValues("committed").Inc()
 	w.status.commits++
-	for _, p := range u.written {
-		p.ledgerCommitted(u.now)
-	}
-	for _, p := range u.touched {
+	w.eachOwned(u.written, func(p *partition) { p.ledgerCommitted(u.now) })
+	w.eachOwned(u.touched, func(p *partition) {
 		p.touched = false
 		for _, s := range p.kept() {
 			s.Committed()
 		}
-	}
+	})
 }
 
 // rollback returns the touched partitions that are still assigned to their
