@@ -48,7 +48,7 @@
 // never seen; the writer offers their changes again (Ledger.Aborted) or
 // forgets them when the caller rolls its counters back (Ledger.Rollback).
 //
-// # Intended use by the consumer
+// # Use by the consumer
 //
 //	states, _ := stats.LoadLedgers(ctx, clientOpts, topic, sources...)   // on assignment
 //	l, _ := stats.NewLedger(topic, states[src], view.Seq(src))
@@ -56,7 +56,17 @@
 //	recs, _ := l.Records(stats.Changes{Reports: changed}, offset, now)   // at every commit, every owned source
 //	// produce recs in the transaction; then l.Committed(), or l.Rollback() after an abort
 //
-// An idle source costs nothing until Ledger.Due says its heartbeat is due.
+// The consumer (consumer/ledger.go) calls Records at every commit for each
+// partition that processed records (Changes: the lanes flow.Source.Changed
+// lists, the experiments whose variant counts moved, the budgets deleted),
+// and at the commits of a sync for each idle one whose heartbeat is Due (it
+// sets WithHeartbeat to half the sync interval, so that an idle source
+// writes one heartbeat per sync interval). A source without a ledger is
+// restored once from the checkpoint topic of the versions before the
+// ledger, when that has one (LoadCheckpoints); its first Records writes a
+// snapshot. The first records a new owner writes for a source carry the
+// tombstones of the source's kind-1 and kind-3 keys (View.LegacyKeys), so
+// that compaction removes them.
 //
 // # The View
 //
@@ -92,12 +102,13 @@
 //	kind 4  experiment definition, ExperimentDef      kinds.go      value 1.0
 //	kind 5  one record of a source's ledger           ledger_encoding.go  value 1.0
 //
-// Kinds 1 and 3 are what workers publish until the consumer switches to
-// the ledger; where a source has both, a View shows the newer (by
-// instant), so a source may move between old and new workers during an
-// upgrade or a rollback. Old readers skip kind 5 as a kind they do not
-// know. The checkpoint topic (checkpoint.go,
-// LoadCheckpoint) is replaced by the ledger and goes with them: nothing of
+// Kinds 1 and 3 are what workers published before the ledger; no worker
+// writes them any more, and the new owner of a source tombstones the
+// source's. Where a source has both, a View shows the newer (by instant),
+// so a source may move between old and new workers during an upgrade or a
+// rollback. Old readers skip kind 5 as a kind they do not know. The
+// checkpoint topic (checkpoint.go, LoadCheckpoint) is replaced by the
+// ledger and only read to carry counters over (above): nothing of
 // the ledger depends on it.
 //
 // # Cost model
