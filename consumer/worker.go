@@ -308,7 +308,8 @@ func (w *Worker) isReward(topic string) bool {
 // Topics returns the worker's topics (WithTopics).
 func (w *Worker) Topics() Topics { return w.cfg.topics }
 
-// Budgets returns the budgets of the worker's flow tree.
+// Budgets returns the budgets of the worker's flow tree. It costs
+// O(budgets) under the tree's lock: for a start, not a periodic path.
 func (w *Worker) Budgets() []flow.Budget { return w.tree.Budgets() }
 
 // Registerer returns the registry of the worker's metrics, for what runs
