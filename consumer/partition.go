@@ -169,26 +169,41 @@ func (p *partition) open(now time.Time) error {
 	return nil
 }
 
-// close stops counting the source; its final reports are dropped (what
-// counts is the committed ledger).
-func (p *partition) close(now time.Time) {
-	if p.src != nil {
-		p.w.tree.Close(p.src, now)
-		p.src = nil
+// close stops counting the source and returns the final reports of its
+// lanes (what counts is the committed ledger).
+func (p *partition) close(now time.Time) []flow.Report {
+	if p.src == nil {
+		return nil
 	}
+	reps := p.w.tree.Close(p.src, now)
+	p.src = nil
+	return reps
 }
 
 // rollback returns the partition to its committed ledger after an aborted
 // transaction. The partition must be idle.
+//
+// The lanes that were open open again at once, from the ledger: a closed
+// lane stays its controller's report of the source until the source opens
+// a lane again, and this one counted what the abort took back; left so
+// until the budget's next event, it would make the source's committed
+// counters, read from the stats view at the next sync, look like counters
+// going backwards.
 func (p *partition) rollback(now time.Time) error {
-	p.close(now)
+	reps := p.close(now)
 	p.touched = false
 	p.led.Rollback()
 	p.drops.aborted()
 	for _, s := range p.kept() {
 		s.Aborted()
 	}
-	return p.open(now)
+	if err := p.open(now); err != nil {
+		return err
+	}
+	for _, r := range reps {
+		p.src.Lane(r.Budget)
+	}
+	return nil
 }
 
 // flushCounts adds the partition's counts to the worker's metrics. The
