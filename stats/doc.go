@@ -169,13 +169,13 @@
 // process, 48 input partitions, 3 throttler run workers, 5,000 events/s
 // of ~110 B for 60 s, 10 paced window budgets taking half the events and
 // light budgets over Zipf traffic; 2 cores shared with other work, load
-// average 4.7-7): the stats topic took 28,683 records and 11.1 MB for
+// average 2.2-3.8): the stats topic took 28,671 records and 11.3 MB for
 // 300,000 input records and 32.7 MB at 1,000 budgets (0.10x the records,
-// 0.34x the bytes), 39,437 and 13.4 MB at 10,000 (0.13x, 0.41x), 132,073
-// and 20.6 MB at 100,000 (0.44x, 0.62x; about 100,000 of those records
+// 0.34x the bytes), 39,622 and 13.4 MB at 10,000 (0.13x, 0.41x), 128,942
+// and 20.5 MB at 100,000 (0.43x, 0.62x; about 100,000 of those records
 // and 9.5 MB are the budget definitions, written once when the workers
 // first start); the largest record 64 KiB (a snapshot chunk); no
-// transaction aborted but at rebalances.
+// transaction aborted but at the rebalances of the start.
 //
 // # Errors and metrics
 //
