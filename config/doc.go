@@ -29,8 +29,7 @@
 //	  output: passed                     # required
 //	  rejected: rejected                 # optional; empty = drop rejected events and count them
 //	  dead_letter: throttler.dead-letter # default "<group>.dead-letter"
-//	  stats: throttler.stats             # default "<group>.stats"
-//	  checkpoints: throttler.checkpoints # default "<group>.checkpoints"
+//	  stats: throttler.stats             # default "<group>.stats": counters (each partition's ledger) and definitions
 //	  caps: throttler.caps               # the caps' changelog; default "<group>.caps"
 //	  control: throttler.changes         # default "<group>.changes": budget changes at run time
 //	  partitions: 12                     # for topics created on start; default 0 = as many as the input, else 12

@@ -7,7 +7,7 @@ import (
 )
 
 // Security says how every Kafka client of throttler (workers, stats view,
-// checkpoint loading, topic creation, load generator, status commands)
+// ledger loading, topic creation, load generator, status commands)
 // encrypts and authenticates its connections. The zero value is plaintext
 // without authentication. internal/kafkaconn turns it into kgo options.
 type Security struct {

@@ -69,7 +69,7 @@ func (v *checker) topics(c *Config) {
 	use("topics.rejected", t.Rejected, roleRejected, false)
 	use("topics.dead_letter", t.DeadLetter, roleInternal, true)
 	use("topics.stats", t.Stats, roleInternal, true)
-	use("topics.checkpoints", t.Checkpoints, roleInternal, true)
+	use("topics.checkpoints", t.Checkpoints, roleInternal, false) // deprecated: read only (Deprecated)
 	use("topics.caps", t.Caps, roleInternal, len(c.Caps) > 0)
 	use("topics.control", t.Control, roleInternal, false)
 	for i, l := range c.Layers {

@@ -175,8 +175,8 @@ func TestValidateReportsEverythingAtOnce(t *testing.T) {
 		want{"budgets[1].target", ""}, want{"budgets[2].end", ""}, want{"log.format", ""})
 	// Problems keep the lines of the fields they were parsed from.
 	for _, p := range ps {
-		if p.Path == "budgets[2].end" && p.Line != 41 {
-			t.Errorf("budgets[2].end line = %d, want 41", p.Line)
+		if p.Path == "budgets[2].end" && p.Line != 40 {
+			t.Errorf("budgets[2].end line = %d, want 40", p.Line)
 		}
 		if p.Path == "topics.output" && p.Line != 8 {
 			t.Errorf("topics.output line = %d, want 8", p.Line)
@@ -193,7 +193,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 	}
 	checkProblems(t, c.Validate(), want{"delivery", ""}, want{"sync_interval", ""},
 		want{"commit_interval", ""}, want{"topics.dead_letter", ""}, want{"topics.stats", ""},
-		want{"topics.checkpoints", ""}, want{"group", ""},
+		want{"group", ""},
 		want{"http.listen", ""}, want{"log.format", ""}, want{"log.level", ""})
 	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {
@@ -204,5 +204,25 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 		c.CommitInterval != 100*time.Millisecond || c.Delivery != DeliveryExactlyOnce ||
 		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != ":9090" || c.Log != (Log{"json", "info"}) {
 		t.Fatalf("defaults not applied: %+v", c)
+	}
+}
+
+// TestDeprecated: topics.checkpoints, set in a file, is accepted and named
+// as deprecated with its line; the default it gets otherwise is not.
+func TestDeprecated(t *testing.T) {
+	c := example(t)
+	if ds := c.Deprecated(); len(ds) != 0 {
+		t.Fatalf("the example: %v", ds)
+	}
+	c, err := Parse([]byte("brokers: [127.0.0.1:9092]\ntopics:\n  input: [in]\n  output: out\n  checkpoints: old.ckpt\nfields: {budget: b}\nbudgets:\n  - {name: b, target: 1, period: 1m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := c.Deprecated()
+	if len(ds) != 1 || ds[0].Path != "topics.checkpoints" || ds[0].Line != 5 || !strings.Contains(ds[0].Reason, "no longer written") {
+		t.Fatalf("deprecated settings: %+v", ds)
+	}
+	if c.Topics.Checkpoints != "old.ckpt" {
+		t.Fatalf("topics.checkpoints = %q", c.Topics.Checkpoints)
 	}
 }

@@ -10,25 +10,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// onAssigned starts a goroutine for every new partition. Their
-// checkpoints are loaded in the background (one reader for the whole
-// assignment): a partition processes nothing before its flow source is
-// opened from its committed checkpoint, and the callback returns at once,
-// so that a slow load (a crashed owner's transaction still open) cannot
-// hold up the group.
+// onAssigned starts a goroutine for every new partition. Their ledgers
+// are loaded in the background (one reader for the whole assignment): a
+// partition processes nothing before its flow source is opened from its
+// committed ledger, and the callback returns at once, so that a slow load
+// (a crashed owner's transaction still open) cannot hold up the group.
 func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
-	sources := map[string]int32{}
+	var sources []string
 	for t, ps := range assigned {
 		for _, p := range ps {
-			sources[stats.SourceName(t, p)] = p
+			sources = append(sources, stats.SourceName(t, p))
 		}
 	}
-	load := &checkpointLoad{done: make(chan struct{})}
+	load := &ledgerLoad{done: make(chan struct{})}
 	topics := make([]string, 0, len(assigned))
 	for t := range assigned {
 		topics = append(topics, t)
 	}
-	go w.loadCheckpoints(load, cl, topics, sources)
+	go w.loadLedgers(load, cl, topics, sources)
 	var started []*partition
 	for t, ps := range assigned {
 		for _, id := range ps {
@@ -49,11 +48,11 @@ func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	w.log.Info().Int("new", len(started)).Int("owned", n).Msg("partitions assigned")
 }
 
-// loadCheckpoints learns the partition counts of the assigned topics (for
-// the stages; see pipeline.Partition) and reads the newest checkpoint of
-// every source, retrying a few times. It fails rather than start a
-// partition from zero, which would count its budget twice.
-func (w *Worker) loadCheckpoints(load *checkpointLoad, cl *kgo.Client, topics []string, sources map[string]int32) {
+// loadLedgers learns the partition counts of the assigned topics (for the
+// stages; see pipeline.Partition) and reads the committed ledger of every
+// source from its stats partition, retrying a few times. It fails rather
+// than start a partition from zero, which would count its budgets twice.
+func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources []string) {
 	defer close(load.done)
 	if len(sources) == 0 {
 		return
@@ -61,19 +60,54 @@ func (w *Worker) loadCheckpoints(load *checkpointLoad, cl *kgo.Client, topics []
 	ctx := w.prodCtx
 	load.parts = w.partitionCounts(ctx, cl, topics)
 	for attempt := 1; ; attempt++ {
-		load.cps, load.err = stats.LoadCheckpoints(ctx, w.cfg.clientOpts, w.cfg.topics.Checkpoints, sources)
+		load.states, load.err = stats.LoadLedgers(ctx, w.cfg.clientOpts, w.cfg.topics.Stats, sources...)
+		if load.err == nil {
+			load.err = w.carryOver(ctx, cl, load.states)
+		}
 		if load.err == nil || ctx.Err() != nil || attempt == 5 {
 			break
 		}
-		w.log.Warn().Err(load.err).Int("attempt", attempt).Msg("load checkpoints")
+		w.log.Warn().Err(load.err).Int("attempt", attempt).Msg("load ledgers")
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
 		}
 	}
 	if load.err != nil {
-		load.err = fmt.Errorf("load checkpoints: %w", load.err)
+		load.err = fmt.Errorf("load ledgers: %w", load.err)
 	}
+}
+
+// carryOver restores the sources that have no ledger yet from the
+// checkpoint topic of the versions before the ledger (Topics.Checkpoints),
+// when it exists and holds a checkpoint of theirs: an upgraded deployment
+// continues its counters. The first commit of such a source writes its
+// ledger, which is used from then on.
+func (w *Worker) carryOver(ctx context.Context, cl *kgo.Client, states map[string]stats.LedgerState) error {
+	legacy := w.cfg.topics.Checkpoints
+	if legacy == "" {
+		return nil
+	}
+	n := w.partitionCounts(ctx, cl, []string{legacy})[legacy]
+	need := map[string]int32{}
+	for src, st := range states {
+		if _, p, err := stats.ParseSource(src); err == nil && st.Seq == 0 && int(p) < n {
+			need[src] = p
+		}
+	}
+	if len(need) == 0 {
+		return nil // no ledger missing, or no checkpoint topic
+	}
+	cps, err := stats.LoadCheckpoints(ctx, w.cfg.clientOpts, legacy, need)
+	if err != nil {
+		return fmt.Errorf("checkpoint topic %s (read once, to carry counters over to the ledger): %w", legacy, err)
+	}
+	for src, cp := range cps {
+		states[src] = stats.LedgerState{Source: src, Offset: cp.Offset, Reports: cp.Reports, Variants: cp.Variants}
+		w.log.Info().Str("source", src).Int64("offset", cp.Offset).Int("budgets", len(cp.Reports)).Str("topic", legacy).
+			Msg("counters carried over from the checkpoint topic to the partition's ledger")
+	}
+	return nil
 }
 
 // onRevoked stops the revoked partitions. With BlockRebalanceOnPoll they

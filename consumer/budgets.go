@@ -5,83 +5,128 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/bytesconv"
 	"github.com/throttler/throttler/pipeline"
 )
 
-// UpdateBudgets changes the budgets of the running worker: the flow tree
-// is updated (see flow.Tree.Update: a changed budget keeps its counters),
-// events may name the new budgets, and events naming a deleted one go to
-// the dead-letter topic as of unknown budget. Every partition applies the
-// change at the start of its next batch. On an error nothing changes.
+// UpdateBudgets replaces the budgets of the running worker with budgets:
+// the flow tree is updated (see flow.Tree.Update: a changed budget keeps
+// its counters), events may name the new budgets, and events naming a
+// deleted one go to the dead-letter topic as of unknown budget. Every
+// partition applies the change at the start of its next batch. On an error
+// nothing changes. It costs O(len(budgets)); ApplyBudgets costs what
+// changes.
 func (w *Worker) UpdateBudgets(budgets []flow.Budget) (flow.Changes, error) {
 	w.budgetMu.Lock()
 	defer w.budgetMu.Unlock()
 	inSet := make(map[string]bool, len(budgets))
 	for _, b := range budgets {
 		inSet[b.Name] = true
+		if err := w.checkBudget(b); err != nil {
+			return flow.Changes{}, err
+		}
 	}
 	for _, l := range w.cfg.variantLimits {
 		if !inSet[l.Budget] {
-			return flow.Changes{}, &flow.BudgetError{Budget: l.Budget, Field: "name", Reason: "the limit of variant " + l.Layer + "/" + l.Experiment + "/" + l.Variant + " cannot be deleted"}
-		}
-	}
-	delay := map[string]bool{}
-	for _, b := range budgets {
-		delay[b.Name] = b.Delay
-	}
-	for _, b := range budgets {
-		if delay[b.Parent] {
-			return flow.Changes{}, &flow.BudgetError{Budget: b.Name, Field: "parent", Reason: fmt.Sprintf("%q is a delay budget, which cannot be a parent", b.Parent)}
-		}
-		if b.Rewards && len(w.cfg.topics.Rewards) == 0 {
-			return flow.Changes{}, &flow.BudgetError{Budget: b.Name, Field: "kind", Reason: "a rewards budget needs reward topics, and this worker reads none"}
-		}
-		if b.Scored && !w.scored {
-			return flow.Changes{}, &flow.BudgetError{Budget: b.Name, Field: "scored", Reason: "a scored budget needs a score (fields.score or fields.score_expr), and this worker reads none"}
+			return flow.Changes{}, w.limitDeleted(l.Budget)
 		}
 	}
 	ch, err := w.tree.Update(budgets, w.cfg.now())
-	if err != nil || ch.Empty() {
-		return ch, err
+	if err == nil {
+		w.changed(ch)
 	}
-	names := make([]string, 0, len(budgets))
-	for _, b := range budgets {
-		if !w.limitBudget(b.Name) { // events do not name a variant's limit
-			names = append(names, b.Name)
-		}
-	}
-	w.budgetTab.Store(w.budgetTab.Load().With(names))
-	return ch, nil
+	return ch, err
 }
 
-// follow brings the partition's lanes and budget table up to date with
-// the worker's, at the start of a batch: one atomic load each when
-// nothing changed.
-func (p *partition) follow(now time.Time) {
-	tab := p.w.budgetTab.Load()
-	if !p.src.Refresh(now, p.committed.Report) && tab == p.tab {
+// ApplyBudgets changes some of the running worker's budgets (see
+// flow.Tree.Apply), in O(len(changes)): the budgets the changes name are
+// added, replaced or deleted, the others stay. Otherwise as UpdateBudgets.
+func (w *Worker) ApplyBudgets(changes []flow.Change) (flow.Changes, error) {
+	w.budgetMu.Lock()
+	defer w.budgetMu.Unlock()
+	for _, c := range changes {
+		if c.Delete {
+			if w.limits[c.Budget.Name] {
+				return flow.Changes{}, w.limitDeleted(c.Budget.Name)
+			}
+			continue
+		}
+		if err := w.checkBudget(c.Budget); err != nil {
+			return flow.Changes{}, err
+		}
+	}
+	ch, err := w.tree.Apply(changes, w.cfg.now())
+	if err == nil {
+		w.changed(ch)
+	}
+	return ch, err
+}
+
+// checkBudget checks what the worker can run of a budget; the flow tree
+// checks the rest.
+func (w *Worker) checkBudget(b flow.Budget) error {
+	switch {
+	case b.Rewards && len(w.cfg.topics.Rewards) == 0:
+		return &flow.BudgetError{Budget: b.Name, Field: "kind", Reason: "a rewards budget needs reward topics, and this worker reads none"}
+	case b.Scored && !w.scored:
+		return &flow.BudgetError{Budget: b.Name, Field: "scored", Reason: "a scored budget needs a score (fields.score or fields.score_expr), and this worker reads none"}
+	}
+	return nil
+}
+
+func (w *Worker) limitDeleted(budget string) error {
+	for _, l := range w.cfg.variantLimits {
+		if l.Budget == budget {
+			return &flow.BudgetError{Budget: budget, Field: "name", Reason: fmt.Sprintf("the limit of variant %s/%s/%s cannot be deleted", l.Layer, l.Experiment, l.Variant)}
+		}
+	}
+	return nil
+}
+
+// changed follows a change of the tree's budgets: their definitions are
+// published (at the next commits), and the deleted ones leave every owned
+// partition's ledger. It costs O(changes × owned partitions).
+func (w *Worker) changed(ch flow.Changes) {
+	if ch.Empty() {
 		return
 	}
-	p.tab = tab
-	p.counts.grow(len(tab.Names()))
-	p.relane()
+	w.defs.budgetsChanged(ch)
+	for _, name := range append(ch.Added, ch.Changed...) {
+		if b, ok := w.tree.Budget(name); ok && b.Delay && (w.shortestDelay.Load() == 0 || int64(b.Period) < w.shortestDelay.Load()) {
+			w.shortestDelay.Store(int64(b.Period))
+		}
+	}
+	if len(ch.Deleted) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.parts {
+		p.drops.add(ch.Deleted)
+	}
 }
 
-// relane indexes the source's lanes by the partition's budget table and
-// hands them to the partition's stages.
-func (p *partition) relane() {
-	p.lanes = p.lanes[:0]
-	deciders := make([]pipeline.Decider, 0, len(p.tab.Names()))
-	for i, b := range p.tab.Names() {
-		var l *flow.Lane
-		if p.tab.Live(i) {
-			l = p.src.Lane(b)
+// setLanes tells the partition's stages how to find their lanes: opened
+// on demand from the partition's flow source (restored from its ledger).
+func (p *partition) setLanes() {
+	src, w := p.src, p.w
+	p.part.SetLanes(func(budget string, now time.Time) pipeline.Decider {
+		if w.limits[budget] {
+			return nil // events do not name a variant's limit
 		}
-		p.lanes = append(p.lanes, l)
-		deciders = append(deciders, decider(l))
+		return decider(src.Get(bytesconv.Bytes(budget), now))
+	}, func(budget string, now time.Time) pipeline.Decider {
+		return decider(src.Get(bytesconv.Bytes(budget), now))
+	})
+}
+
+// eventLane returns the lane of a budget an event names, nil for a budget
+// the worker does not have or a variant's limit.
+func (p *partition) eventLane(budget string, now time.Time) *flow.Lane {
+	if p.w.limits[budget] {
+		return nil
 	}
-	src := p.src
-	p.part.SetLanes(p.tab, deciders, func(b string) pipeline.Decider { return decider(src.Lane(b)) })
+	return p.src.Get(bytesconv.Bytes(budget), now)
 }
 
 // decider returns l as a Decider, nil (not a nil *flow.Lane) when l is.
@@ -92,21 +137,19 @@ func decider(l *flow.Lane) pipeline.Decider {
 	return l
 }
 
-// grow makes room for the counters of n budgets.
-func (c *counts) grow(n int) {
-	for len(c.offered) < n {
-		c.offered = append(c.offered, 0)
-		c.passed = append(c.passed, 0)
-		c.rewards = append(c.rewards, 0)
+// follow brings the partition's lanes up to date with the tree at the
+// start of a batch: one atomic load when nothing changed.
+func (p *partition) follow(now time.Time) {
+	if p.src.Refresh(now, nil) {
+		p.part.Invalidate() // lanes the stages keep may be closed
 	}
 }
 
-// limitBudget reports whether budget is the limit of a variant.
-func (w *Worker) limitBudget(budget string) bool {
-	for _, l := range w.cfg.variantLimits {
-		if l.Budget == budget {
-			return true
-		}
+// release closes the lanes idle for the worker's lane idle span whose
+// counters are committed (flow.Source.Release); their next event opens
+// them again from the ledger. The partition must be idle.
+func (p *partition) release(now time.Time) {
+	if p.src.Release(now, p.w.cfg.laneIdle) > 0 {
+		p.part.Invalidate()
 	}
-	return false
 }

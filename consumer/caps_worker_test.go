@@ -30,7 +30,7 @@ func (env *testEnv) startCapWorker(t *testing.T, name string) *runningWorker {
 		ClientOpts(env.clientOpts()...),
 		Group("gcaps"),
 		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq",
-			Stats: "gcaps.stats", Checkpoints: "gcaps.ckpt"}),
+			Stats: "gcaps.stats"}),
 		WithCaps("gcaps.caps", pipeline.CapSpec{Name: "per-user", Burst: 1, Count: 1, Period: time.Hour}),
 		WithLogger(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("worker", name).Logger()),
 	)

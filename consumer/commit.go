@@ -6,26 +6,25 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/throttler/throttler/stats"
 )
 
 // unit is what one commit wrote in its unit of work (a transaction, or
 // the outputs before an offset commit).
 type unit struct {
-	now      time.Time
-	syncDue  bool                                 // stats and experiment records written
-	touched  []*partition                         // partitions that processed records
-	cps      []stats.Checkpoint                   // their checkpoints, by touched
-	variants []pendingVariants                    // variant counts taken for publication
-	held     map[string]map[int32]kgo.EpochOffset // offsets held by delay budgets
+	now     time.Time
+	syncDue bool                                 // heartbeats, the worker's status and a Sync
+	touched []*partition                         // partitions that processed records
+	written []*partition                         // partitions that wrote ledger records
+	defs    defsTaken                            // definitions written (experiments.go)
+	held    map[string]map[int32]kgo.EpochOffset // offsets held by delay budgets
 }
 
-// commit waits for every partition to go idle, writes the stats records
-// (every sync interval) and one checkpoint per touched partition, and ends
-// the unit of work. An aborted transaction rolls every touched partition
-// back to its committed checkpoint. It then lets a pending rebalance
-// proceed.
+// commit waits for every partition to go idle, writes, per partition,
+// its ledger records (what changed, or a heartbeat every sync interval)
+// and what its stages keep, and ends the unit of work. An aborted
+// transaction rolls every touched partition back to its committed ledger.
+// It then lets a pending rebalance proceed; after a sync it releases the
+// partitions' idle lanes and re-tunes from the stats view.
 //
 // The commit has a context of its own, not the loop's: a transaction's end
 // must not be interrupted by a shutdown (kgo leaves the client in an
@@ -41,17 +40,17 @@ func (w *Worker) commit() error {
 	parts := w.partitions()
 	u := &unit{now: w.cfg.now()}
 	u.syncDue = !u.now.Before(w.nextSync)
-	for _, p := range parts {
+	w.eachOwned(parts, func(p *partition) {
 		if p.touched {
 			u.touched = append(u.touched, p)
 			p.foldVariants()
 		}
 		p.flushCounts()
-	}
-	if len(u.touched) == 0 && !u.syncDue {
+	})
+	if len(u.touched) == 0 && !u.syncDue && !w.defs.due() {
 		return nil
 	}
-	if err := w.write(u, parts); err != nil {
+	if err := w.write(ctx, u, parts); err != nil {
 		return err
 	}
 	committed, err := w.end(ctx, u)
@@ -70,9 +69,32 @@ func (w *Worker) commit() error {
 	}
 	if u.syncDue && committed {
 		w.nextSync = u.now.Add(w.cfg.syncInterval)
+		lanes := 0
+		w.eachOwned(parts, func(p *partition) {
+			if p.ready.Load() {
+				p.release(u.now)
+				lanes += p.src.Len()
+			}
+		})
+		w.m.openLanes.Set(float64(lanes))
 		w.tree.Sync(u.now, viewExchange{w.view})
 	}
 	return nil
+}
+
+// eachOwned calls fn, under w.mu, for each of ps the worker still owns. A
+// revoke stops a partition only once it is no longer owned (onRevoked), so
+// fn never meets a partition being stopped: the final commit at shutdown,
+// and the end of a transaction that takes long (txnSession.end), run with
+// rebalances allowed.
+func (w *Worker) eachOwned(ps []*partition, fn func(*partition)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range ps {
+		if w.parts[topicPartition{p.topic, p.id}] == p {
+			fn(p)
+		}
+	}
 }
 
 // partitions returns the partitions owned now.
@@ -86,40 +108,58 @@ func (w *Worker) partitions() []*partition {
 	return parts
 }
 
-// write produces the unit's records: the stats and experiment records
-// when a sync is due, then, per touched partition, its checkpoint and what
-// its stages keep (pipeline.State).
-func (w *Worker) write(u *unit, parts []*partition) error {
-	w.reports = w.tree.Reports(u.now, w.reports[:0])
-	if u.syncDue {
-		recs, err := w.pub.Records(w.reports)
-		if err != nil {
-			w.log.Error().Err(err).Msg("encode stats")
-		}
-		for _, r := range recs {
-			w.produce(r)
-		}
-		u.variants = w.experimentRecords(u.now, parts)
-		if r, err := w.statusRecord(u.now, parts); err != nil {
-			w.log.Error().Err(err).Msg("encode worker status")
-		} else {
-			w.produce(r)
-		}
-	}
-	u.cps = make([]stats.Checkpoint, 0, len(u.touched))
-	for _, p := range u.touched {
-		cp := p.checkpoint(w.reports)
-		r, err := stats.CheckpointRecord(w.cfg.topics.Checkpoints, p.id, cp)
-		if err != nil {
-			return err
-		}
-		w.produce(r)
+// write produces the unit's records: per touched partition what its
+// stages keep (pipeline.State), per started partition its ledger records,
+// and the definitions due; at a sync, the worker's status.
+//
+// At least once, nothing is taken back: the outputs and the stages'
+// records are flushed before the ledgers are written, so that a ledger
+// (and the offset it carries) never counts an output that was not
+// written. A partition whose ledger is ahead of the group's offset after
+// a crash then skips the records in between (partition.start).
+func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
+	w.eachOwned(u.touched, func(p *partition) {
 		for _, s := range p.kept() {
 			for _, r := range s.Flush(u.now) {
 				w.produce(r)
 			}
 		}
-		u.cps = append(u.cps, cp)
+	})
+	if w.cfg.delivery == AtLeastOnce {
+		if err := w.sess.client().Flush(ctx); err != nil {
+			return &sessionError{fmt.Errorf("flush: %w", err)}
+		}
+		if w.produceErrs.Load() > 0 {
+			return nil // end fails the unit: nothing more is written
+		}
+	}
+	var err error
+	w.eachOwned(parts, func(p *partition) {
+		if err != nil || !p.ready.Load() {
+			return // still loading its ledger
+		}
+		recs, lerr := p.ledgerRecords(u.now, u.syncDue)
+		if lerr != nil {
+			err = fmt.Errorf("ledger of %s: %w", p.source, lerr)
+			return
+		}
+		if len(recs) > 0 {
+			u.written = append(u.written, p)
+			for _, r := range recs {
+				w.produce(r)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	u.defs = w.definitionRecords(u.now)
+	if u.syncDue {
+		if r, err := w.statusRecord(u.now, parts); err != nil {
+			w.log.Error().Err(err).Msg("encode worker status")
+		} else {
+			w.produce(r)
+		}
 	}
 	u.held = heldOffsets(u.touched)
 	return nil
@@ -155,29 +195,34 @@ func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
 }
 
 // settle makes what the unit wrote the committed state of its partitions
-// and stages, or counts the abort (the caller rolls back).
+// and stages, or counts the abort (the caller rolls the touched partitions
+// back).
 func (w *Worker) settle(u *unit, committed bool) {
-	w.settleExperiments(committed, u.variants)
+	w.defs.settle(u.defs, committed)
 	if !committed {
 		w.m.commits.WithLabelValues("aborted").Inc()
 		w.status.aborted++
 		w.log.Info().Int("partitions", len(u.touched)).Msg("transaction aborted; rolling back")
+		w.eachOwned(u.written, func(p *partition) {
+			if !p.touched {
+				p.ledgerAborted()
+			}
+		})
 		return
 	}
 	w.m.commits.WithLabelValues("committed").Inc()
 	w.status.commits++
-	for i, p := range u.touched {
-		p.committed = u.cps[i]
-		p.commitOffset, p.committedAt = u.cps[i].Offset, u.now
+	w.eachOwned(u.written, func(p *partition) { p.ledgerCommitted(u.now) })
+	w.eachOwned(u.touched, func(p *partition) {
 		p.touched = false
 		for _, s := range p.kept() {
 			s.Committed()
 		}
-	}
+	})
 }
 
 // rollback returns the touched partitions that are still assigned to their
-// committed checkpoints. It holds w.mu so that a revoke running meanwhile
+// committed ledgers. It holds w.mu so that a revoke running meanwhile
 // (see txnSession.end) either sees a partition rolled back or stops it
 // first; a stopped partition is not reopened.
 func (w *Worker) rollback(touched []*partition, now time.Time) error {

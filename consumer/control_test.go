@@ -30,7 +30,7 @@ func TestControlTopic(t *testing.T) {
 	topics := Topics{
 		Input: []string{"events"}, Rewards: []string{"clicks"},
 		Output: "out", Rejected: "rejected", DeadLetter: "dlq",
-		Stats: "stats", Checkpoints: "ckpt", Control: "ctl",
+		Stats: "stats", Control: "ctl",
 	}
 	follow := OnStart(func(ctx context.Context, w *Worker) (func(), error) {
 		return controlfeed.Start(ctx, "ctl", w.ClientOpts(), w, w.Registerer(), w.Logger())
@@ -129,13 +129,7 @@ func TestControlTopic(t *testing.T) {
 			passed, len(got["rejected"]), len(got["dlq"]))
 	}
 	for i, w := range ws {
-		var offered uint64
-		for _, r := range w.w.tree.Reports(time.Now(), nil) {
-			if r.Budget == "c" {
-				offered += r.Total.Offered
-			}
-		}
-		if offered == 0 {
+		if offered, _ := gauge(t, w.w.Gatherer(), "throttler_offered_total", map[string]string{"budget": "c"}); offered == 0 {
 			t.Fatalf("worker %d decided no event of c", i+1)
 		}
 	}
@@ -175,6 +169,17 @@ func TestControlTopic(t *testing.T) {
 			t.Fatalf("applied records %v, want 3", n)
 		}
 	}
+	// c leaves the partitions' ledgers (at the next sync), and so the
+	// stats view.
+	testwait.Eventually(t, "c to leave the ledgers", func() bool {
+		for _, st := range env.ledgers() {
+			if _, ok := st.Report("c"); ok {
+				return false
+			}
+		}
+		_, inView := ws[0].w.view.Totals("c")
+		return !inView
+	})
 
 	// A worker started now reads the topic from its start: the same
 	// budgets as the others, although its config is theirs.

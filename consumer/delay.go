@@ -26,7 +26,8 @@ import (
 //     offset, not the offset after the last polled record: the session ends
 //     with kgo.PreTxnCommitFnContext rewriting the partition's offset in the
 //     transaction's offset commit (exactly-once), or the worker commits the
-//     polled offsets with the held ones replaced (at-least-once). The checkpoint holds the same offset, so offsets and counters
+//     polled offsets with the held ones replaced (at-least-once). The
+//     partition's ledger holds the same offset, so offsets and counters
 //     agree after any crash;
 //   - once committed, the partition is paused (PauseFetchPartitions) and
 //     rewound to that offset (SetOffsets, which also drops every buffered
@@ -37,9 +38,9 @@ import (
 // Why not SetOffsets before the commit: in a group consumer it sets the
 // offset kgo believes committed as well, so the commit would leave the
 // partition out and the broker would keep the previous transaction's
-// offset, behind the checkpoint. An aborted transaction needs nothing:
+// offset, behind the ledger. An aborted transaction needs nothing:
 // kgo rewinds every partition to its committed offset and the worker rolls
-// the partitions back to their checkpoints; the hold is forgotten.
+// the partitions back to their ledgers; the hold is forgotten.
 
 // holdState is a partition's hold, owned by its goroutine (read by the poll
 // loop while the partition is idle).
@@ -54,8 +55,8 @@ type holdState struct {
 // e.RetryAt, waiting for its schema (no budget: no delay metrics).
 func (p *partition) holdBack(r *kgo.Record, e *pipeline.Event) {
 	until, budget := e.Now, e.Fields.Budget
-	if bi := e.Fields.BudgetIndex; bi >= 0 && bi < len(p.lanes) && p.lanes[bi] != nil {
-		until = p.lanes[bi].RetryAt()
+	if l := p.src.Peek(e.Fields.Budget); l != nil {
+		until = l.RetryAt()
 	}
 	if !e.RetryAt.IsZero() {
 		until, budget = e.RetryAt, ""
@@ -213,14 +214,10 @@ func (w *Worker) unpauseLocked(tp topicPartition, ps paused, now time.Time) {
 // paused (caught up, so the broker holds it for up to FetchMaxWait, 5 s by
 // default) keeps a resumed partition from being fetched until it returns;
 // measured on kfake, every resume then waited ~5 s. The wait becomes a
-// twentieth of the shortest delay period, between 10 ms and 500 ms.
+// twentieth of the shortest delay period (of the budgets at start and
+// those added since), between 10 ms and 500 ms.
 func (w *Worker) delayClientOpts() []kgo.Opt {
-	var shortest time.Duration
-	for _, b := range w.tree.Budgets() {
-		if b.Delay && (shortest == 0 || b.Period < shortest) {
-			shortest = b.Period
-		}
-	}
+	shortest := time.Duration(w.shortestDelay.Load())
 	if shortest == 0 {
 		return nil
 	}

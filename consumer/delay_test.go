@@ -35,7 +35,7 @@ func (env *testEnv) startDelayWorker(t *testing.T, name string, opts ...Opt) *ru
 		ClientOpts(env.clientOpts()...),
 		Group("gd"),
 		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq",
-			Stats: "dstats", Checkpoints: "ckpt"}),
+			Stats: "dstats"}),
 		SyncInterval(200 * time.Millisecond),
 		WithLogger(log),
 		HTTPListen("127.0.0.1:0"),
@@ -82,7 +82,7 @@ func (env *testEnv) follow(ctx context.Context, t *testing.T, topic string) *arr
 
 // TestDelayBudget runs a backlog of events through two workers and a delay
 // budget of 200 per 500 ms: every event ends in the output exactly once,
-// none is rejected, the offsets committed are the checkpoints' offsets,
+// none is rejected, the offsets committed are the ledgers' offsets,
 // and by any instant the output holds no more than 200 per period begun
 // since the backlog was written (records become visible after they are
 // processed, so this bound holds however slow the machine). In the
@@ -161,27 +161,27 @@ func TestDelayBudget(t *testing.T) {
 			t.Logf("%d events through in %v (%d periods of %v; at least %d needed)", n, last.Sub(start).Round(time.Millisecond),
 				last.UnixNano()/p-first+1, delayPeriod, n/delayTarget)
 
-			// the checkpoints hold the committed offsets and count every pass
+			// the ledgers hold the committed offsets and count every pass
 			committed, err := env.adm.FetchOffsets(ctx, "gd")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var passed uint64
-			for src, cp := range env.checkpoints() {
+			for src, cp := range env.ledgersOf("dstats") {
 				var id int32
 				if _, err := fmt.Sscanf(src, "events/%d", &id); err != nil {
 					continue
 				}
 				c, _ := committed.Lookup("events", id)
 				if cp.Offset != c.At {
-					t.Errorf("%s: checkpoint at offset %d, group committed %d", src, cp.Offset, c.At)
+					t.Errorf("%s: ledger at offset %d, group committed %d", src, cp.Offset, c.At)
 				}
 				if r, ok := cp.Report("d"); ok {
 					passed += r.Total.Passed
 				}
 			}
 			if passed != n {
-				t.Errorf("checkpoints count %d passes, want %d", passed, n)
+				t.Errorf("ledgers count %d passes, want %d", passed, n)
 			}
 			if pauses := counterSum(t, w1.w, "throttler_delays_total") + counterSum(t, w2.w, "throttler_delays_total"); pauses == 0 {
 				t.Error("throttler_delays_total is 0: no partition was paused")

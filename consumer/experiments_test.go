@@ -69,7 +69,7 @@ func (env *testEnv) startExperimentWorker(t *testing.T, name string, budgets []f
 	w, err := NewWorker(tree, dec, append([]Opt{
 		ClientOpts(env.clientOpts()...),
 		Group("g"),
-		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq", Stats: "stats", Checkpoints: "ckpt"}),
+		WithTopics(Topics{Input: []string{"events"}, Output: "out", Rejected: "rejected", DeadLetter: "dlq", Stats: "stats"}),
 		WithSplitter(sp),
 		SyncInterval(200 * time.Millisecond),
 		CommitInterval(50 * time.Millisecond),
@@ -136,9 +136,9 @@ func metricValue(m *dto.Metric) float64 {
 
 // TestVariantCountsAndSRM runs 100,000 events with distinct keys through
 // two workers, one of which leaves half way (its partitions continue from
-// their checkpoints on the other), with a fair experiment (ui/color) and a
+// their ledgers on the other), with a fair experiment (ui/color) and a
 // deliberately broken one (skew/arm loses 5% of variant b). The variant
-// counts of the checkpoints and of the stats topic must equal what the
+// counts of the ledgers and of the stats views must equal what the
 // output topics hold, and the SRM check must flag skew/arm and not
 // ui/color.
 //
@@ -170,7 +170,7 @@ func TestVariantCountsAndSRM(t *testing.T) {
 	}
 	env.waitCommitted("events")
 	clock.Jump(2 * time.Minute) // past the top of the hour
-	w2.stop(t)                  // w1 takes over w2's partitions from their checkpoints
+	w2.stop(t)                  // w1 takes over w2's partitions from their ledgers
 	env.produce(recs[n/2:])
 	env.waitCommitted("events")
 
@@ -191,25 +191,25 @@ func TestVariantCountsAndSRM(t *testing.T) {
 		t.Fatalf("outputs hold %d of %d events: %v", total, n, inOutputs)
 	}
 
-	// The checkpoints count exactly that in events. Every event has a key
+	// The ledgers count exactly that in events. Every event has a key
 	// of its own here, so they count as many keys but for the keys whose
 	// bit in a partition's table of seen keys an earlier key had set
 	// (about n^2/2^24 per partition of n keys: 4 here).
-	inCheckpoints, keysInCheckpoints := map[string]uint64{}, map[string]uint64{}
-	for _, cp := range env.checkpoints() {
+	inLedgers, keysInLedgers := map[string]uint64{}, map[string]uint64{}
+	for _, cp := range env.ledgers() {
 		for _, vc := range cp.Variants {
 			for _, c := range vc.Counts {
-				inCheckpoints[vc.Layer+"/"+vc.Experiment+"/"+c.Variant] += c.Count
-				keysInCheckpoints[vc.Layer+"/"+vc.Experiment+"/"+c.Variant] += c.Keys
+				inLedgers[vc.Layer+"/"+vc.Experiment+"/"+c.Variant] += c.Count
+				keysInLedgers[vc.Layer+"/"+vc.Experiment+"/"+c.Variant] += c.Keys
 			}
 		}
 	}
-	if fmt.Sprint(inCheckpoints) != fmt.Sprint(inOutputs) {
-		t.Fatalf("checkpoints count %v events, outputs hold %v", inCheckpoints, inOutputs)
+	if fmt.Sprint(inLedgers) != fmt.Sprint(inOutputs) {
+		t.Fatalf("ledgers count %v events, outputs hold %v", inLedgers, inOutputs)
 	}
 	for k, n := range inOutputs {
-		if keys := keysInCheckpoints[k]; keys > n || keys < n-n/1000 {
-			t.Fatalf("%s: checkpoints count %d keys of %d events with a key each", k, keys, n)
+		if keys := keysInLedgers[k]; keys > n || keys < n-n/1000 {
+			t.Fatalf("%s: ledgers count %d keys of %d events with a key each", k, keys, n)
 		}
 	}
 
@@ -229,9 +229,9 @@ func TestVariantCountsAndSRM(t *testing.T) {
 				keysInStats[e[0]+"/"+e[1]+"/"+v] = c.Keys
 			}
 		}
-		return fmt.Sprint(inStats) == fmt.Sprint(inOutputs) && fmt.Sprint(keysInStats) == fmt.Sprint(keysInCheckpoints)
+		return fmt.Sprint(inStats) == fmt.Sprint(inOutputs) && fmt.Sprint(keysInStats) == fmt.Sprint(keysInLedgers)
 	}) {
-		t.Fatalf("stats topic counts %v events and %v keys, outputs hold %v, checkpoints %v keys", inStats, keysInStats, inOutputs, keysInCheckpoints)
+		t.Fatalf("stats topic counts %v events and %v keys, outputs hold %v, ledgers %v keys", inStats, keysInStats, inOutputs, keysInLedgers)
 	}
 	if defs := view.BudgetDefs(); len(defs) != 1 || defs[0].Budget.Name != "a" || defs[0].Budget.Target != 1e12 {
 		t.Errorf("budget definitions on the stats topic: %+v", defs)
@@ -242,7 +242,7 @@ func TestVariantCountsAndSRM(t *testing.T) {
 
 	// The worker's SRM check, every sync interval, from the stats view's
 	// key counts.
-	k := keysInCheckpoints
+	k := keysInLedgers
 	fair := splitter.CheckSRM([]uint64{k["ui/color/red"], k["ui/color/blue"]}, []float64{1, 1})
 	skewed := splitter.CheckSRM([]uint64{k["skew/arm/a"], k["skew/arm/b"]}, []float64{1, 1})
 	t.Logf("keys ui/color red %d blue %d: chi2 %.3f p %.4g; skew/arm a %d b %d: chi2 %.1f p %.3g",
@@ -285,7 +285,7 @@ func TestVariantCountsAndSRM(t *testing.T) {
 // red's topic gets what the cluster-wide limit allows, not what each
 // worker would allow on its own; every other red event is in the output
 // topic with the variant-limited header; and the limit's budget counts, in
-// the checkpoints, exactly what red's topic holds.
+// the ledgers, exactly what red's topic holds.
 func TestVariantLimitTwoWorkers(t *testing.T) {
 	env := newTestEnv(t)
 	begin := time.Now()
@@ -341,7 +341,7 @@ func TestVariantLimitTwoWorkers(t *testing.T) {
 		t.Fatalf("red got %d events, the cluster-wide limit allows about %.0f", red, ideal)
 	}
 	var passes uint64
-	for _, cp := range env.checkpoints() {
+	for _, cp := range env.ledgers() {
 		if r, ok := cp.Report(limit.Name); ok {
 			passes += r.Total.Passed
 		}
@@ -374,7 +374,7 @@ func TestKeyCountsWithHeavyKeys(t *testing.T) {
 			vs.count(e, routed)
 		}
 		vs.fold(routed)
-		c := vs.snap[0].Counts // blue, red
+		c := vs.changed()[0].Counts // blue, red
 		events := splitter.CheckSRM([]uint64{c[0].Count, c[1].Count}, []float64{1, 1})
 		keys := splitter.CheckSRM([]uint64{c[0].Keys, c[1].Keys}, []float64{1, 1})
 		t.Logf("seed %d: events blue %d red %d: p %.3g; keys blue %d red %d: p %.3g", seed, c[0].Count, c[1].Count, events.P, c[0].Keys, c[1].Keys, keys.P)

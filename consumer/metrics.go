@@ -2,7 +2,10 @@ package consumer
 
 import (
 	"math"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -35,6 +38,9 @@ type metrics struct {
 	consumerLag *prometheus.GaugeVec // topic, partition
 	assigned    prometheus.Gauge
 	viewAge     prometheus.Gauge
+	openLanes   prometheus.Gauge
+
+	series budgetSeries // the budgets that have series, and when they were last active
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -72,12 +78,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "throttler_dropped_total", Help: "Events dropped by a stage, or rejected with no rejected topic."})
 	m.assigned = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_assigned_partitions", Help: "Partitions this worker owns."})
 	m.viewAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_stats_view_age_seconds", Help: "Time since the stats view last applied a record."})
-	reg.MustRegister(m.dropped, m.assigned, m.viewAge)
+	m.openLanes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_open_lanes", Help: "Lanes (budget x owned partition) open on this worker: those with an event in the last lane idle span."})
+	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.openLanes)
+	m.series.last = map[string]time.Time{}
 	return m
 }
 
 // snapshot sets the gauges of one budget from its controller's snapshot.
 func (m *metrics) snapshot(s flow.Snapshot) {
+	m.series.seen(s.Budget)
 	m.workingRate.WithLabelValues(s.Budget).Set(s.WorkingPassRate)
 	m.idealRate.WithLabelValues(s.Budget).Set(s.IdealPassRate)
 	m.localShare.WithLabelValues(s.Budget).Set(s.LocalProportion)
@@ -101,14 +110,15 @@ type routeKey struct {
 }
 
 // counts are one partition's metric counters since the last flush, written
-// only by the partition's goroutine.
+// only by the partition's goroutine. Budgets are counted by name: a
+// partition holds the counters of the budgets it counted since the last
+// flush, not of every budget.
 type counts struct {
-	offered  []uint64  // by budget index
-	passed   []uint64  // by budget index
-	rewards  []float64 // by budget index
-	rejected map[rejectKey]uint64
+	budgets map[string]*budgetCount
+	last    *budgetCount // the budget counted last: events of one budget often come in runs
 	// the run of rejects with one key, not yet in rejected: a map update
 	// per event costs more than the rest of counting
+	rejected    map[rejectKey]uint64
 	lastReject  rejectKey
 	lastRejects uint64
 	dead        map[decode.Reason]uint64
@@ -116,15 +126,34 @@ type counts struct {
 	dropped     uint64
 }
 
-func newCounts(budgets int) counts {
+// budgetCount is one budget's counters in a partition's counts.
+type budgetCount struct {
+	name            string // owned: not the event's
+	offered, passed uint64
+	rewards         float64
+}
+
+func newCounts() counts {
 	return counts{
-		offered:  make([]uint64, budgets),
-		passed:   make([]uint64, budgets),
-		rewards:  make([]float64, budgets),
+		budgets:  map[string]*budgetCount{},
 		rejected: map[rejectKey]uint64{},
 		dead:     map[decode.Reason]uint64{},
 		routed:   map[routeKey]uint64{},
 	}
+}
+
+// budget returns the counters of a budget, adding them when missing.
+func (c *counts) budget(name string) *budgetCount {
+	if c.last != nil && c.last.name == name {
+		return c.last
+	}
+	b := c.budgets[name]
+	if b == nil {
+		b = &budgetCount{name: strings.Clone(name)}
+		c.budgets[b.name] = b
+	}
+	c.last = b
+	return b
 }
 
 // reject counts one rejected event.
@@ -137,33 +166,47 @@ func (c *counts) reject(k rejectKey) {
 }
 
 func (c *counts) foldRejects() {
-	if c.lastRejects > 0 {
-		c.rejected[c.lastReject] += c.lastRejects
-		c.lastRejects = 0
+	if c.lastRejects == 0 {
+		return
 	}
+	k := c.lastReject
+	if _, ok := c.rejected[k]; !ok { // owned strings: they become label values
+		k = rejectKey{strings.Clone(k.budget), strings.Clone(k.reason)}
+	}
+	c.rejected[k] += c.lastRejects
+	c.lastRejects = 0
 }
 
-// flush adds c to the metrics and zeroes c. The partition must be idle.
-func (c *counts) flush(m *metrics, budgets []string) {
+// flush adds c to the metrics and zeroes c; budgets that counted nothing
+// since the previous flush are forgotten. The partition must be idle.
+func (c *counts) flush(m *metrics) {
 	c.foldRejects()
-	for i, b := range budgets {
-		if c.offered[i] > 0 {
-			m.offered.WithLabelValues(b).Add(float64(c.offered[i]))
-			c.offered[i] = 0
+	for name, b := range c.budgets {
+		if b.offered == 0 && b.passed == 0 && b.rewards == 0 {
+			delete(c.budgets, name)
+			if c.last == b {
+				c.last = nil
+			}
+			continue
 		}
-		if c.passed[i] > 0 {
-			m.passed.WithLabelValues(b).Add(float64(c.passed[i]))
-			c.passed[i] = 0
+		m.series.seen(name)
+		if b.offered > 0 {
+			m.offered.WithLabelValues(name).Add(float64(b.offered))
 		}
-		if c.rewards[i] > 0 {
-			m.rewards.WithLabelValues(b).Add(c.rewards[i])
-			c.rewards[i] = 0
+		if b.passed > 0 {
+			m.passed.WithLabelValues(name).Add(float64(b.passed))
 		}
+		if b.rewards > 0 {
+			m.rewards.WithLabelValues(name).Add(b.rewards)
+		}
+		b.offered, b.passed, b.rewards = 0, 0, 0
 	}
 	for k, n := range c.rejected {
+		m.series.seen(k.budget)
 		m.rejected.WithLabelValues(k.budget, k.reason).Add(float64(n))
 	}
 	clear(c.rejected)
+	c.lastReject = rejectKey{}
 	for k, n := range c.dead {
 		m.deadLettered.WithLabelValues(string(k)).Add(float64(n))
 		m.deadLetters.Add(n)
@@ -177,4 +220,50 @@ func (c *counts) flush(m *metrics, budgets []string) {
 		m.dropped.Add(float64(c.dropped))
 		c.dropped = 0
 	}
+}
+
+// budgetSeries tracks the budgets that have metric series on this worker,
+// so that those of budgets no longer active here are deleted (sweep):
+// /metrics then holds the budgets active on the worker, not every budget
+// it ever saw. Safe for concurrent use.
+type budgetSeries struct {
+	mu   sync.Mutex
+	now  time.Time            // the instant seen stamps: the last sweep's
+	last map[string]time.Time // by budget: last seen active
+}
+
+// seen notes that budget is active (counted, or has a controller here).
+func (s *budgetSeries) seen(budget string) {
+	s.mu.Lock()
+	if t, ok := s.last[budget]; !ok || t.Before(s.now) {
+		if !ok {
+			budget = strings.Clone(budget)
+		}
+		s.last[budget] = s.now
+	}
+	s.mu.Unlock()
+}
+
+// sweep deletes the series of the budgets not seen active for idle, and
+// stamps what is seen next with now. It costs O(budgets with series).
+func (m *metrics) sweep(now time.Time, idle time.Duration) (deleted int) {
+	s := &m.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+	for b, t := range s.last {
+		if now.Sub(t) < idle {
+			continue
+		}
+		delete(s.last, b)
+		for _, v := range []*prometheus.CounterVec{m.offered, m.passed, m.rewards} {
+			v.DeleteLabelValues(b)
+		}
+		m.rejected.DeletePartialMatch(prometheus.Labels{"budget": b})
+		for _, g := range []*prometheus.GaugeVec{m.workingRate, m.idealRate, m.localShare, m.scoreCut, m.lagIdeal} {
+			g.DeleteLabelValues(b)
+		}
+		deleted++
+	}
+	return deleted
 }

@@ -20,8 +20,9 @@ type Delivery uint8
 
 // Delivery guarantees.
 const (
-	// ExactlyOnce writes each partition's outputs, its checkpoint and its
-	// input offsets in one Kafka transaction (read_committed). The default.
+	// ExactlyOnce writes each partition's outputs, its ledger records and
+	// its input offsets in one Kafka transaction (read_committed). The
+	// default.
 	ExactlyOnce Delivery = iota
 	// AtLeastOnce produces, flushes, then commits offsets; a crash between
 	// the two duplicates outputs. Faster.
@@ -37,14 +38,19 @@ func (d Delivery) String() string {
 
 // Topics names the topics of a worker.
 type Topics struct {
-	Input       []string // events; required
-	Rewards     []string // reward events (clicks, conversions); optional
-	Output      string   // passed events not routed to a variant topic; required
-	Rejected    string   // rejected events; "" drops and counts them
-	DeadLetter  string   // bad records; required
-	Stats       string   // compacted counter exchange; required
-	Checkpoints string   // compacted per-partition checkpoints; required
-	Control     string   // compacted budget changes (throttler budget set); "" for none
+	Input      []string // events; required
+	Rewards    []string // reward events (clicks, conversions); optional
+	Output     string   // passed events not routed to a variant topic; required
+	Rejected   string   // rejected events; "" drops and counts them
+	DeadLetter string   // bad records; required
+	Stats      string   // compacted counter exchange and the partitions' ledgers; required
+	Control    string   // compacted budget changes (throttler budget set); "" for none
+	// Checkpoints is the checkpoint topic of versions before the ledger:
+	// never written, read only for a partition that has no ledger yet, to
+	// carry its counters over (once). "" for none.
+	//
+	// Deprecated: the stats topic carries each partition's ledger.
+	Checkpoints string
 }
 
 // Defaults of the worker options.
@@ -53,6 +59,9 @@ const (
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultCommitRecords  = 20000
 	DefaultSyncInterval   = time.Second
+	// DefaultSeriesIdle: the metric series of a budget not active on the
+	// worker for this long are deleted.
+	DefaultSeriesIdle     = time.Minute
 	DefaultTuneInterval   = 100 * time.Millisecond
 	DefaultMaxPollRecords = 10000
 	DefaultQueueBatches   = 4
@@ -84,6 +93,8 @@ type cfg struct {
 	commitInterval   time.Duration
 	commitRecords    int
 	syncInterval     time.Duration
+	laneIdle         time.Duration // 0: 3 sync intervals
+	seriesIdle       time.Duration
 	tuneInterval     time.Duration
 	maxPollRecords   int
 	queueBatches     int
@@ -116,6 +127,7 @@ func defaultCfg() cfg {
 		commitInterval:   DefaultCommitInterval,
 		commitRecords:    DefaultCommitRecords,
 		syncInterval:     DefaultSyncInterval,
+		seriesIdle:       DefaultSeriesIdle,
 		tuneInterval:     DefaultTuneInterval,
 		maxPollRecords:   DefaultMaxPollRecords,
 		queueBatches:     DefaultQueueBatches,
@@ -146,8 +158,6 @@ func (c *cfg) validate() error {
 		return bad("WithTopics", "no dead-letter topic: bad records must go somewhere")
 	case c.topics.Stats == "":
 		return bad("WithTopics", "no stats topic")
-	case c.topics.Checkpoints == "":
-		return bad("WithTopics", "no checkpoint topic")
 	case c.commitInterval <= 0:
 		return bad("CommitInterval", "must be positive")
 	case c.commitRecords <= 0:
@@ -156,6 +166,8 @@ func (c *cfg) validate() error {
 		return bad("SyncInterval", "must be positive")
 	case c.tuneInterval <= 0:
 		return bad("TuneInterval", "must be positive")
+	case c.laneIdle < 0 || c.seriesIdle <= 0:
+		return bad("LaneIdle", "lane and series idle spans must be positive")
 	case c.maxPollRecords <= 0:
 		return bad("MaxPollRecords", "must be positive")
 	case c.queueBatches <= 0:
@@ -184,10 +196,13 @@ func (c *cfg) validate() error {
 		}
 		seen[t] = "in"
 	}
-	for _, t := range []string{c.topics.Output, c.topics.Rejected, c.topics.DeadLetter, c.topics.Stats, c.topics.Checkpoints} {
+	for _, t := range []string{c.topics.Output, c.topics.Rejected, c.topics.DeadLetter, c.topics.Stats} {
 		if seen[t] == "in" {
 			return bad("WithTopics", "topic "+t+" is both consumed and written")
 		}
+	}
+	if c.laneIdle == 0 {
+		c.laneIdle = 3 * c.syncInterval
 	}
 	if c.txnID == "" {
 		var b [6]byte
@@ -207,8 +222,8 @@ func ClientOpts(opts ...kgo.Opt) Opt {
 // Group sets the consumer group. Default DefaultGroup ("throttler").
 func Group(g string) Opt { return optFunc(func(c *cfg) { c.group = g }) }
 
-// WithTopics sets the topics. Input, Output, DeadLetter, Stats and
-// Checkpoints are required.
+// WithTopics sets the topics. Input, Output, DeadLetter and Stats are
+// required.
 func WithTopics(t Topics) Opt { return optFunc(func(c *cfg) { c.topics = t }) }
 
 // WithDelivery sets the delivery guarantee. Default ExactlyOnce.
@@ -227,9 +242,32 @@ func CommitInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.commi
 // polled in it. Default DefaultCommitRecords (20000).
 func CommitRecords(n int) Opt { return optFunc(func(c *cfg) { c.commitRecords = n }) }
 
-// SyncInterval sets how often the worker publishes its counters to the
-// stats topic and re-tunes from its peers'. Default DefaultSyncInterval (1s).
+// SyncInterval sets how often the worker re-tunes from its peers' counters
+// on the stats topic, writes the heartbeats of its idle partitions and its
+// status (its partitions write their changed counters at every commit).
+// Default DefaultSyncInterval (1s).
 func SyncInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.syncInterval = d }) }
+
+// LaneIdle sets how long a partition keeps the lane of a budget that has
+// no event there: a lane idle this long, whose counters are committed, is
+// released after a sync (flow.Source.Release), and opens again from the
+// partition's ledger at the budget's next event. Default three sync
+// intervals: a budget with an event every sync interval or so keeps its
+// lane (each reopening costs a restore from the ledger and, when the
+// budget's controller was dropped meanwhile, a read of its peers), and
+// flow's own horizon for a silent source is three syncs (StaleAfter), so a
+// lane idle that long holds nothing flow still uses but its counters,
+// which live on in the ledger. Memory then follows the budgets active in
+// the last few seconds.
+func LaneIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.laneIdle = d }) }
+
+// SeriesIdle sets how long the per-budget metric series of a budget that
+// is no longer active on the worker (no event counted, no controller) are
+// kept before they are deleted, so that /metrics holds the budgets active
+// here rather than every budget ever seen. Default DefaultSeriesIdle (1m):
+// a scrape every 15 s still sees a budget's last counts before its series
+// go.
+func SeriesIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.seriesIdle = d }) }
 
 // TuneInterval sets how often the flow tree re-tunes from local traffic.
 // Default DefaultTuneInterval (100ms).
@@ -273,8 +311,9 @@ func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now =
 // (":0" picks a free port; see Worker.HTTPAddr). Default "": no server.
 func HTTPListen(addr string) Opt { return optFunc(func(c *cfg) { c.listen = addr }) }
 
-// EnsureTopics makes Run create the stats and checkpoint topics when they
-// are missing (stats.EnsureTopics). Default true.
+// EnsureTopics makes Run create the stats topic (and the caps' changelog,
+// the control topic and the output topics) when they are missing
+// (stats.EnsureTopics). Default true.
 func EnsureTopics(on bool) Opt { return optFunc(func(c *cfg) { c.ensureTopics = on }) }
 
 // ClientTuning returns the kgo options the worker puts before ClientOpts on

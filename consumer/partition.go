@@ -29,7 +29,7 @@ type batch struct {
 // reward topic). Its goroutine is the single writer of everything below
 // "owned by the goroutine"; the poll loop touches those fields only while
 // the partition is idle (after Worker.inflight.Wait), which the WaitGroup
-// orders.
+// orders, and only once ready says the goroutine has opened them.
 type partition struct {
 	w      *Worker
 	topic  string
@@ -40,40 +40,42 @@ type partition struct {
 	quit   chan struct{} // closed to stop a partition still loading
 	done   chan struct{}
 	lag    prometheus.Gauge
-	load   *checkpointLoad
+	load   *ledgerLoad
 	ctx    context.Context    // of the assignment: ends when the partition stops
 	cancel context.CancelFunc // ends ctx
+	ready  atomic.Bool        // the goroutine opened led, src and part
+	drops  drops              // budgets deleted since, to drop from the ledger (budgets.go)
 	// For the worker's status, poll loop only: lagRecords is lag's value
 	// (-1 before the first fetch); commitOffset (-1 before) and
 	// committedAt are the offset and time of this owner's last commit of
-	// the partition (p.committed is the goroutine's while it starts).
+	// the partition.
 	lagRecords, commitOffset int64
 	committedAt              time.Time
 
 	// owned by the goroutine
-	src        *flow.Source
-	tab        *decode.BudgetTable // the budget table lanes and counts follow
-	lanes      []*flow.Lane        // by budget index
+	led        *stats.Ledger       // the source's committed counters, written at every commit
+	src        *flow.Source        // its lanes, opened on demand and restored from led
 	part       *pipeline.Partition // what the stages know of the partition
 	chain      *pipeline.Chain     // the pipeline built for it; nil for rewards
 	ev         pipeline.Event
 	counts     counts
 	touched    bool      // processed records since the last commit
 	nextOffset int64     // offset after the last processed record
+	skipBelow  int64     // records below it are in the ledger already (see start)
+	started    bool      // a record was seen since the partition started
 	hold       holdState // a delay budget stopped the partition (delay.go)
-	committed  stats.Checkpoint
 	variants   variantState
-	rewardScan *decode.Scan // the reward decoder's, in the topic's format
+	reps       []flow.Report // Source.Changed's, reused
+	legacyDone bool          // the source's kind-1 and kind-3 keys were tombstoned
+	rewardScan *decode.Scan  // the reward decoder's, in the topic's format
 
 	// flushMu serialises flushing counts: the poll loop's last commit, at
 	// shutdown, runs with rebalances allowed, so a revoke may stop (and
 	// flush) a partition meanwhile.
 	flushMu sync.Mutex
-
-	toPublish atomic.Pointer[[]stats.VariantCounts] // variant counts not yet on the stats topic
 }
 
-func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpointLoad) *partition {
+func (w *Worker) newPartition(topic string, id int32, reward bool, load *ledgerLoad) *partition {
 	ctx, cancel := context.WithCancel(w.prodCtx)
 	return &partition{
 		ctx:    ctx,
@@ -87,26 +89,25 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *checkpo
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		lag:    w.m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(id))),
-		tab:    w.budgetTab.Load(),
-		counts: newCounts(len(w.budgetTab.Load().Names())),
+		counts: newCounts(),
 		load:   load,
 
 		lagRecords: -1, commitOffset: -1,
 	}
 }
 
-// checkpointLoad is the loading of the checkpoints of the partitions of
-// one assignment, shared by their goroutines.
-type checkpointLoad struct {
-	done  chan struct{}
-	cps   map[string]stats.Checkpoint
-	parts map[string]int // partitions of the assigned topics, when known
-	err   error
+// ledgerLoad is the loading of the ledgers of the partitions of one
+// assignment, shared by their goroutines.
+type ledgerLoad struct {
+	done   chan struct{}
+	states map[string]stats.LedgerState
+	parts  map[string]int // partitions of the assigned topics, when known
+	err    error
 }
 
-// start builds the partition's pipeline, waits for its checkpoint and
-// opens its flow source from it. It returns false when the partition must
-// not process records: it was revoked while starting, or loading failed
+// start builds the partition's pipeline, waits for its ledger and opens
+// its flow source from it. It returns false when the partition must not
+// process records: it was revoked while starting, or loading failed
 // (which is fatal).
 func (p *partition) start() bool {
 	select {
@@ -118,11 +119,17 @@ func (p *partition) start() bool {
 		p.w.fail(p.load.err)
 		return false
 	}
-	cp, ok := p.load.cps[p.source]
+	st, ok := p.load.states[p.source]
 	if !ok {
-		cp = stats.Checkpoint{Source: p.source, Offset: -1}
+		st = stats.LedgerState{Source: p.source, Offset: -1}
 	}
-	p.committed = cp
+	led, err := stats.NewLedger(p.w.cfg.topics.Stats, st, p.w.view.Seq(p.source), p.w.ledgerOpts()...)
+	if err != nil {
+		p.w.fail(fmt.Errorf("ledger of %s: %w", p.source, err))
+		return false
+	}
+	p.led = led
+	p.drops.restored(p.w, st)
 	p.part = pipeline.NewPartition(p.topic, p.id, p.load.parts[p.topic])
 	p.part.SetContext(p.ctx)
 	p.load = nil
@@ -140,44 +147,63 @@ func (p *partition) start() bool {
 		p.w.fail(fmt.Errorf("open %s: %w", p.source, err))
 		return false
 	}
+	// At least once, the ledger may be ahead of the group's offset: a
+	// crash after the ledger was written, before the offsets were. The
+	// records in between are counted, and their outputs written (the
+	// ledger is written only once they are; see Worker.write).
+	p.skipBelow = p.nextOffset
+	p.ready.Store(true)
 	return true
 }
 
-// open (re)opens the partition's flow source from its committed
-// checkpoint.
+// open (re)opens the partition's flow source from its committed ledger.
 func (p *partition) open(now time.Time) error {
-	src, err := p.w.tree.Open(p.source, now, p.committed.Report)
+	src, err := p.w.tree.Open(p.source, now, p.led.Report)
 	if err != nil {
 		return err
 	}
 	p.src = src
-	// p.tab stays as it is: the poll loop may read it (flushing counts)
-	// while the partition starts; a newer table is taken in follow, at
-	// the start of a batch.
-	p.relane()
-	p.openVariants()
-	p.nextOffset = p.committed.Offset
+	p.setLanes()
+	p.variants.restore(p.led.Variants())
+	p.nextOffset = p.led.Offset()
 	return nil
 }
 
-// close stops counting the source; its final reports are dropped (what
-// counts is the committed checkpoint).
-func (p *partition) close(now time.Time) {
-	if p.src != nil {
-		p.w.tree.Close(p.src, now)
-		p.src = nil
+// close stops counting the source and returns the final reports of its
+// lanes (what counts is the committed ledger).
+func (p *partition) close(now time.Time) []flow.Report {
+	if p.src == nil {
+		return nil
 	}
+	reps := p.w.tree.Close(p.src, now)
+	p.src = nil
+	return reps
 }
 
-// rollback returns the partition to its committed checkpoint after an
-// aborted transaction. The partition must be idle.
+// rollback returns the partition to its committed ledger after an aborted
+// transaction. The partition must be idle.
+//
+// The lanes that were open open again at once, from the ledger: a closed
+// lane stays its controller's report of the source until the source opens
+// a lane again, and this one counted what the abort took back; left so
+// until the budget's next event, it would make the source's committed
+// counters, read from the stats view at the next sync, look like counters
+// going backwards.
 func (p *partition) rollback(now time.Time) error {
-	p.close(now)
+	reps := p.close(now)
 	p.touched = false
+	p.led.Rollback()
+	p.drops.aborted()
 	for _, s := range p.kept() {
 		s.Aborted()
 	}
-	return p.open(now)
+	if err := p.open(now); err != nil {
+		return err
+	}
+	for _, r := range reps {
+		p.src.Lane(r.Budget)
+	}
+	return nil
 }
 
 // flushCounts adds the partition's counts to the worker's metrics. The
@@ -185,7 +211,7 @@ func (p *partition) rollback(now time.Time) error {
 func (p *partition) flushCounts() {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
-	p.counts.flush(p.w.m, p.tab.Names())
+	p.counts.flush(p.w.m)
 }
 
 // kept returns the states the partition's stages keep with its
@@ -212,6 +238,13 @@ func (p *partition) run() {
 			if p.hold.on {
 				break // the commit rewinds to the held record
 			}
+			if r.Offset < p.skipBelow {
+				continue
+			}
+			if !p.started {
+				p.started = true
+				p.checkStart(r.Offset)
+			}
 			if p.reward {
 				p.processReward(r, b.now)
 			} else {
@@ -226,27 +259,42 @@ func (p *partition) run() {
 	}
 }
 
+// checkStart warns when the partition's first record comes after its
+// ledger's offset: records in between were processed (their outputs are
+// written) but not counted. Exactly once, the group's offset and the
+// ledger's are committed together and this cannot happen; at least once,
+// it means the offsets were committed without the ledger (by a version
+// before the ledger, or by hand).
+func (p *partition) checkStart(first int64) {
+	if ledger := p.led.Offset(); ledger >= 0 && first > ledger {
+		p.w.log.Warn().Str("source", p.source).Int64("ledger_offset", ledger).Int64("first_offset", first).
+			Msg("the group's offset is ahead of the partition's ledger: the records in between are not counted")
+	}
+}
+
 // process runs one event through the pipeline and produces its output.
 func (p *partition) process(r *kgo.Record, now time.Time) {
 	w := p.w
 	e := &p.ev
 	e.Reset(r, now, p.source)
 	o := p.chain.Run(e) // e.Topic is where it goes
-	bi := e.Fields.BudgetIndex
+	// decided: the event reached its budget's lane (a capped event, a
+	// bad one, or one of an unknown budget did not).
+	decided := e.Verdict.Pass || e.Verdict.Reason != flow.ReasonPass
 	switch o {
 	case pipeline.OutcomePass:
-		if bi >= 0 {
-			p.counts.offered[bi]++
-			p.counts.passed[bi]++
+		if decided {
+			c := p.counts.budget(e.Fields.Budget)
+			c.offered++
+			c.passed++
 		}
 		p.variants.count(e, p.counts.routed)
 		w.produceOutput(pipeline.OutputRecord(e, o, w.scored))
 	case pipeline.OutcomeReject:
-		if bi >= 0 && e.RejectReason != pipeline.ReasonCap { // a capped event never reached its budget
-			p.counts.offered[bi]++
-		}
 		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
-			p.countPassedRejected(e, bi)
+			p.countPassedRejected(e)
+		} else if decided {
+			p.counts.budget(e.Fields.Budget).offered++
 		}
 		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		if e.Topic != "" {
@@ -281,7 +329,7 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	if p.rewardScan == nil {
 		p.rewardScan = w.rewardDec.NewScan(p.topic)
 	}
-	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, p.rewardScan, p.tab); err != nil {
+	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, p.rewardScan, nil); err != nil {
 		if we, ok := err.(*decode.WaitError); ok { // its schema: wait
 			e.RetryAt = now.Add(we.RetryAfter)
 			p.holdBack(r, e)
@@ -304,29 +352,17 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 			v = math.NaN()
 		}
 	}
-	bi := e.Fields.BudgetIndex
 	if !(v >= 0 && !math.IsInf(v, 0)) {
 		e.Err = &decode.RecordError{Stage: StageReward, Reason: decode.ReasonRewardValue, Field: w.cfg.rewardValuePath}
 		p.deadLetter(e)
 		return
 	}
-	if bi < 0 || p.lanes[bi] == nil {
+	l := p.eventLane(e.Fields.Budget, now)
+	if l == nil {
 		e.Err = &decode.RecordError{Stage: StageReward, Reason: decode.ReasonUnknownBudget, Field: w.cfg.rewardBudgetPath, Detail: e.Fields.Budget}
 		p.deadLetter(e)
 		return
 	}
-	p.lanes[bi].Reward(now, v)
-	p.counts.rewards[bi] += v
-}
-
-// checkpoint returns the partition's checkpoint, from the reports of the
-// whole tree taken while the partition was idle.
-func (p *partition) checkpoint(all []flow.Report) stats.Checkpoint {
-	cp := stats.Checkpoint{Source: p.source, Offset: p.nextOffset, Variants: p.variants.snap}
-	for _, r := range all {
-		if r.Source == p.source {
-			cp.Reports = append(cp.Reports, r)
-		}
-	}
-	return cp
+	l.Reward(now, v)
+	p.counts.budget(e.Fields.Budget).rewards += v
 }

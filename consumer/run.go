@@ -122,6 +122,9 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 	if err := view.WaitCaughtUp(ctx); err != nil {
 		return stop, fmt.Errorf("stats view: %w", err)
 	}
+	// The definitions the view lacks, at the first commits (then those
+	// that change): once, not every sync interval.
+	w.defs.start(w.tree.Budgets(), w.cfg.txnID)
 	for _, start := range w.cfg.onStart {
 		stopIt, err := start(ctx, w)
 		if err != nil {
@@ -162,16 +165,13 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 			parts = n
 		}
 	}
-	specs := []stats.TopicSpec{
-		stats.StatsTopic(w.cfg.topics.Stats, parts),
-		stats.CheckpointTopic(w.cfg.topics.Checkpoints, parts),
-	}
+	specs := []stats.TopicSpec{stats.StatsTopic(w.cfg.topics.Stats, parts)}
 	if t := w.cfg.topics.Control; t != "" {
 		specs = append(specs, stats.TopicSpec{Name: t, Partitions: 1, Compact: true}) // as control.Topic
 	}
 	// The topics the worker writes to: created with the input's partition
 	// count when missing (brokers need not auto-create topics).
-	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Checkpoints: true, w.cfg.topics.Control: true}
+	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Control: true}
 	for _, t := range w.pipeline.Changelogs() {
 		if !seen[t] {
 			specs = append(specs, stats.CapTopic(t, parts))
@@ -198,7 +198,7 @@ func (w *Worker) newSession() (session, error) {
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.OnPartitionsRevoked(w.onRevoked),
 		kgo.OnPartitionsLost(w.onLost),
-		kgo.RecordPartitioner(stats.Partitioner(nil, append(w.pipeline.Changelogs(), w.cfg.topics.Checkpoints)...)),
+		kgo.RecordPartitioner(stats.LedgerPartitioner(nil, w.cfg.topics.Stats, w.pipeline.Changelogs()...)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	)
 	if w.cfg.delivery == AtLeastOnce {
@@ -215,8 +215,9 @@ func (w *Worker) newSession() (session, error) {
 	return txnSession{s: s, unblockAfter: unblockAfter(s.Client())}, nil
 }
 
-// tuner re-tunes the flow tree every tune interval and refreshes the
-// gauges every sync interval.
+// tuner re-tunes the flow tree every tune interval and, every sync
+// interval, refreshes the gauges of the active controllers and deletes
+// the series of budgets no longer active here (metrics.sweep).
 func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(w.cfg.tuneInterval)
@@ -235,6 +236,7 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 			for _, c := range w.tree.Controllers() {
 				w.m.snapshot(c.Snapshot())
 			}
+			w.m.sweep(now, w.cfg.seriesIdle)
 			w.m.viewAge.Set(w.view.Age().Seconds())
 			if w.srm != nil {
 				w.srm.check(w, now, w.variantTotals)

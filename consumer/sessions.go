@@ -26,7 +26,7 @@ func producerFenced(err error) bool {
 // group stops every partition, whose uncommitted work the broker aborts)
 // and starts a new one with the same transactional id, which takes the
 // producer back: the new assignment resumes from the committed
-// checkpoints, as after a restart of the process. More than the
+// ledgers, as after a restart of the process. More than the
 // SessionRestarts option's count of failures within its span are fatal
 // (fenced each time: another live worker is likely using the same id).
 func (w *Worker) runSessions(ctx context.Context) error {

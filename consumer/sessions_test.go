@@ -43,7 +43,7 @@ func TestSessionOptionsChecked(t *testing.T) {
 		o.apply(&c)
 		c.clientOpts, c.topics = nil, Topics{}
 		ClientOpts(nil).apply(&c)
-		WithTopics(Topics{Input: []string{"in"}, Output: "out", DeadLetter: "dlq", Stats: "s", Checkpoints: "c"}).apply(&c)
+		WithTopics(Topics{Input: []string{"in"}, Output: "out", DeadLetter: "dlq", Stats: "s"}).apply(&c)
 		if err := c.validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v accepted: %v", o, err)
 		}

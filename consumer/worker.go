@@ -40,13 +40,15 @@ type topicPartition struct {
 // Worker consumes the input and reward topics in a consumer group, runs
 // every event through the pipeline, writes outputs, rejected events and dead
 // letters, and keeps the flow tree's counters in step with the committed
-// offsets through per-partition checkpoints.
+// offsets through each partition's ledger on the stats topic.
 //
 // Each assigned partition has its own goroutine, the single writer of that
 // partition's flow lanes and counters; the poll loop hands it batches
 // through a channel and, every commit interval, waits for every partition to
-// go idle, writes one checkpoint per touched partition (plus the stats
-// records every sync interval) and ends the transaction.
+// go idle, writes the ledger records of the partitions that changed (and
+// heartbeats of the idle ones every sync interval) and ends the
+// transaction. Its cost follows activity: a partition opens the lane of a
+// budget on the budget's first event there and releases it when idle.
 //
 // Create one with NewWorker and call Run once.
 type Worker struct {
@@ -57,13 +59,15 @@ type Worker struct {
 	pipeline  *pipeline.Pipeline // built for every input partition
 	scored    bool
 
-	budgetMu  sync.Mutex                         // serialises UpdateBudgets
-	budgetTab atomic.Pointer[decode.BudgetTable] // swapped by UpdateBudgets
-	log       zerolog.Logger
-	m         *metrics
-	reg       *prometheus.Registry
-	http      *HTTPServer
-	pub       *stats.Publisher
+	budgetMu      sync.Mutex      // serialises UpdateBudgets and ApplyBudgets
+	limits        map[string]bool // the budgets of variant limits, which events do not name
+	shortestDelay atomic.Int64    // the shortest period of a delay budget, ns; 0: none
+	defs          defQueue        // definitions to publish (definitions.go)
+	log           zerolog.Logger
+	m             *metrics
+	reg           *prometheus.Registry
+	http          *HTTPServer
+	pub           *stats.Publisher
 
 	sess     session
 	view     *stats.View
@@ -98,18 +102,16 @@ type Worker struct {
 	ran                       atomic.Bool
 
 	// poll loop state
-	reports  []flow.Report
 	nextSync time.Time
 
-	status                workerStatus      // published every sync interval (workerstatus.go)
-	srm                   *srmCheck         // nil without experiments; used by the tuner
-	defsSent, defsPending map[string]string // definition records by key (experiments.go)
-	defsGone              map[string]bool
+	status workerStatus // published every sync interval (workerstatus.go)
+	srm    *srmCheck    // nil without experiments; used by the tuner
 }
 
-// NewWorker returns a worker deciding with tree and decoding with dec. The
-// decoder's budgets must all exist in the tree; they are the budgets events
-// may name.
+// NewWorker returns a worker deciding with tree and decoding with dec.
+// Events may name any budget of the tree, now and after budget changes;
+// the decide stage dead-letters the others (unknown budget), so the
+// budgets dec lists, if any, are ignored.
 func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, error) {
 	c := defaultCfg()
 	for _, o := range opts {
@@ -124,15 +126,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	budgets := dec.Budgets()
-	if len(budgets) == 0 {
-		return nil, &ConfigError{Option: "decoder", Reason: "the decoder lists no budgets"}
-	}
-	for _, b := range budgets {
-		if _, ok := tree.Budget(b); !ok {
-			return nil, &ConfigError{Option: "decoder", Reason: "budget " + b + " is not in the flow tree"}
-		}
-	}
+	dec = dec.WithoutBudgets()
 	w := &Worker{
 		cfg:    c,
 		tree:   tree,
@@ -140,10 +134,18 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 		scored: dec.Scored(),
 		log:    c.log.With().Str("component", "consumer").Str("group", c.group).Logger(),
 		parts:  map[topicPartition]*partition{},
+		limits: map[string]bool{},
 	}
 	w.setShare = tree.SetShare
-	w.budgetTab.Store(dec.Table())
-	rd, err := decode.NewDecoder(budgets, append([]decode.DecodeOpt{decode.BudgetPath(c.rewardBudgetPath),
+	for _, l := range c.variantLimits {
+		w.limits[l.Budget] = true
+	}
+	for _, b := range tree.Budgets() { // once: delayClientOpts
+		if b.Delay && (w.shortestDelay.Load() == 0 || int64(b.Period) < w.shortestDelay.Load()) {
+			w.shortestDelay.Store(int64(b.Period))
+		}
+	}
+	rd, err := decode.NewDecoder(nil, append([]decode.DecodeOpt{decode.BudgetPath(c.rewardBudgetPath),
 		decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth())}, c.rewardDecoding...)...)
 	if err != nil {
 		return nil, err
@@ -160,6 +162,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 		return nil, err
 	}
 	w.m = newMetrics(w.reg)
+	w.m.series.now = c.now()
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)
 	w.onProduced = w.produced
@@ -311,7 +314,8 @@ func (w *Worker) isReward(topic string) bool {
 // Topics returns the worker's topics (WithTopics).
 func (w *Worker) Topics() Topics { return w.cfg.topics }
 
-// Budgets returns the budgets of the worker's flow tree.
+// Budgets returns the budgets of the worker's flow tree. It costs
+// O(budgets) under the tree's lock: for a start, not a periodic path.
 func (w *Worker) Budgets() []flow.Budget { return w.tree.Budgets() }
 
 // Registerer returns the registry of the worker's metrics, for what runs

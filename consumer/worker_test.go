@@ -22,7 +22,6 @@ import (
 	"github.com/throttler/throttler/internal/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
-	"github.com/throttler/throttler/stats"
 )
 
 const (
@@ -170,7 +169,7 @@ func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker
 		WithTopics(Topics{
 			Input: []string{"events"}, Rewards: []string{"clicks"},
 			Output: "out", Rejected: "rejected", DeadLetter: "dlq",
-			Stats: "stats", Checkpoints: "ckpt",
+			Stats: "stats",
 		}),
 		WithSplitter(sp),
 		RewardPaths("budget", "value"),
@@ -297,28 +296,9 @@ func (env *testEnv) readAll(topics ...string) map[string][]*kgo.Record {
 	return out
 }
 
-// checkpoints loads the committed checkpoint of every source.
-func (env *testEnv) checkpoints() map[string]stats.Checkpoint {
-	env.t.Helper()
-	sources := map[string]int32{}
-	for p := int32(0); p < inputPartitions; p++ {
-		sources[stats.SourceName("events", p)] = p
-	}
-	for p := int32(0); p < 4; p++ {
-		sources[stats.SourceName("clicks", p)] = p
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	cps, err := stats.LoadCheckpoints(ctx, []kgo.Opt{kgo.SeedBrokers(env.addrs...)}, "ckpt", sources)
-	if err != nil {
-		env.t.Fatal(err)
-	}
-	return cps
-}
-
 // verify checks that every input id is in exactly one of the outputs, the
-// rejected topic and the dead-letter topic, and that the checkpoints count
-// as many passes as there are output records.
+// rejected topic and the dead-letter topic, and that the ledgers count as
+// many passes as there are output records.
 func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64) {
 	t.Helper()
 	got := env.readAll(append(outputTopics, "rejected", "dlq")...)
@@ -366,7 +346,7 @@ func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64
 	}
 	var passed, offered uint64
 	var rewardSum float64
-	for _, cp := range env.checkpoints() {
+	for _, cp := range env.ledgers() {
 		for _, r := range cp.Reports {
 			passed += r.Total.Passed
 			offered += r.Total.Offered
@@ -377,13 +357,13 @@ func (env *testEnv) verify(t *testing.T, n, bad, badRewards int, rewards float64
 	t.Logf("%d events: %d passed (%d red, %d blue), %d rejected, %d dead letters; rewards %v",
 		n, outputs, len(got["out-red"]), len(got["out-blue"]), rejected, dlq, rewardSum)
 	if passed != uint64(outputs) {
-		t.Fatalf("checkpoints count %d passes, outputs hold %d records", passed, outputs)
+		t.Fatalf("ledgers count %d passes, outputs hold %d records", passed, outputs)
 	}
 	if offered != uint64(outputs+rejected) {
-		t.Fatalf("checkpoints count %d offered, outputs+rejected hold %d", offered, outputs+rejected)
+		t.Fatalf("ledgers count %d offered, outputs+rejected hold %d", offered, outputs+rejected)
 	}
 	if rewardSum != rewards {
-		t.Fatalf("checkpoints count %v rewards, want %v", rewardSum, rewards)
+		t.Fatalf("ledgers count %v rewards, want %v", rewardSum, rewards)
 	}
 }
 

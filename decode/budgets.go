@@ -91,3 +91,13 @@ func (t *BudgetTable) Names() []string { return t.names }
 
 // Live reports whether the budget of index i is live (not deleted).
 func (t *BudgetTable) Live(i int) bool { return t.live[i] }
+
+// WithoutBudgets returns a copy of d that accepts every budget name
+// (BudgetIndex -1), for a reader that learns which budgets exist
+// elsewhere: the worker's decide stage asks its flow tree, whose budgets
+// change while it runs.
+func (d *Decoder) WithoutBudgets() *Decoder {
+	c := *d
+	c.tab = nil
+	return &c
+}

@@ -330,7 +330,11 @@ func (c *Controller) syncLocked(t int64, reps []Report) {
 				p.rateKnown = true
 			}
 		} else if at > p.at {
-			if dt := float64(at-p.at) / 1e9; at-p.at >= int64(c.cfg.tune)/2 {
+			// Counters that went back (the report before counted work
+			// since rolled back, e.g. a lane closed after an aborted
+			// transaction) give no rate: the peer keeps the one it had.
+			back := r.Total.Offered < p.rep.Total.Offered || r.Total.Passed < p.rep.Total.Passed || r.Total.Rewards < p.rep.Total.Rewards
+			if dt := float64(at-p.at) / 1e9; at-p.at >= int64(c.cfg.tune)/2 && !back {
 				p.offRate = float64(r.Total.Offered-p.rep.Total.Offered) / dt
 				p.passRate = float64(r.Total.Passed-p.rep.Total.Passed) / dt
 				p.rewRate = (r.Total.Rewards - p.rep.Total.Rewards) / dt

@@ -61,7 +61,7 @@ type crash struct {
 //
 // Exactly-once: every input id ends up in exactly one output, experiment,
 // rejected or dead-letter topic (read_committed), the passes counted in the
-// stats topic and in the checkpoints equal the passes in those topics, and
+// stats topic and in the ledgers equal the passes in those topics, and
 // the budget is overspent by at most 0.5%. At-least-once: no id is lost;
 // duplicates are counted and reported.
 //
@@ -203,10 +203,10 @@ func TestCrashRecovery(t *testing.T) {
 		if over > 0.005 {
 			t.Errorf("exactly-once: %d passes for a target of %d, overspent by %.3f%% (bar 0.5%%)", tl.passes, target, 100*over)
 		}
-		inStats, inCps := countedPasses(ctx, t, addr, g.name+".stats", g.name+".checkpoints", "events", partitions, "campaign")
-		t.Logf("exactly-once: passes in the stats topic %d, in the checkpoints %d, in the output topics %d", inStats, inCps, tl.passes)
-		if inStats != uint64(tl.passes) || inCps != uint64(tl.passes) {
-			t.Errorf("exactly-once: counted passes (stats %d, checkpoints %d) differ from the %d passes in the output topics", inStats, inCps, tl.passes)
+		inStats, inLedgers := countedPasses(ctx, t, addr, g.name+".stats", "events", partitions, "campaign")
+		t.Logf("exactly-once: passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.passes)
+		if inStats != uint64(tl.passes) || inLedgers != uint64(tl.passes) {
+			t.Errorf("exactly-once: counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inLedgers, tl.passes)
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (c *outputCounter) total() int {
 // (zipf) traffic pace one budget over a 60 s window; one worker is stopped
 // with SIGTERM mid-window. Delivered passes must end within 1% of the
 // target, follow the ideal curve within 3% of the target, and equal the
-// passes counted in the checkpoints and the stats topic.
+// passes counted in the ledgers and the stats topic.
 func TestPacedWindowThreeWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 90 s run across processes")
@@ -179,23 +179,15 @@ log: {format: json, level: info}
 		offered += r.Total.Offered
 		sources = append(sources, r.Source)
 	}
-	srcs := map[string]int32{}
-	for p := int32(0); p < 12; p++ {
-		srcs[stats.SourceName("events", p)] = p
-	}
-	cps, err := stats.LoadCheckpoints(wctx, opts, "paced.checkpoints", srcs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checkpointed uint64
-	for _, cp := range cps {
-		if r, ok := cp.Report("campaign"); ok {
-			checkpointed += r.Total.Passed
+	var ledgered uint64
+	for _, st := range loadLedgers(wctx, t, opts, "paced.stats", "events", 12) {
+		if r, ok := st.Report("campaign"); ok {
+			ledgered += r.Total.Passed
 		}
 	}
-	t.Logf("stats topic: %d passes over %d sources (%d offered); checkpoints: %d passes", counted, len(sources), offered, checkpointed)
-	if checkpointed != uint64(delivered) {
-		t.Errorf("checkpoints count %d passes, the output topic holds %d", checkpointed, delivered)
+	t.Logf("stats topic: %d passes over %d sources (%d offered); ledgers: %d passes", counted, len(sources), offered, ledgered)
+	if ledgered != uint64(delivered) {
+		t.Errorf("ledgers count %d passes, the output topic holds %d", ledgered, delivered)
 	}
 	if counted != uint64(delivered) {
 		t.Errorf("stats topic counts %d passes, the output topic holds %d", counted, delivered)

@@ -30,7 +30,7 @@ func TestBrokerRestart(t *testing.T) {
 	// fences their producers; the workers ride that out (they start new
 	// sessions), but the checks fail: ids are missing from a read_committed
 	// read of the outputs (also ids produced after the restart) and the
-	// checkpoints count a few more passes than the outputs hold. Whether
+	// ledgers count a few more passes than the outputs hold. Whether
 	// kfake's recovery loses a transaction's atomicity or readers stop at
 	// the unmarked aborted records is not settled. Not run by default.
 	second := syscall.SIGTERM
@@ -106,9 +106,9 @@ func TestBrokerRestart(t *testing.T) {
 	if over > 0.10 {
 		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 10%%)", tl.passes, target, 100*over)
 	}
-	inStats, inCps := countedPasses(ctx, t, addr, "rst.stats", "rst.checkpoints", "events", partitions, "campaign")
-	t.Logf("passes in the stats topic %d, in the checkpoints %d, in the output topics %d", inStats, inCps, tl.passes)
+	inStats, inCps := countedPasses(ctx, t, addr, "rst.stats", "events", partitions, "campaign")
+	t.Logf("passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inCps, tl.passes)
 	if inStats != uint64(tl.passes) || inCps != uint64(tl.passes) {
-		t.Errorf("counted passes (stats %d, checkpoints %d) differ from the %d passes in the output topics", inStats, inCps, tl.passes)
+		t.Errorf("counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inCps, tl.passes)
 	}
 }

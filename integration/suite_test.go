@@ -18,7 +18,6 @@ import (
 	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/pipeline"
-	"github.com/throttler/throttler/stats"
 )
 
 // This file is the end-to-end body shared by every broker the suite runs
@@ -62,7 +61,9 @@ func badKinds(dupOf []byte) []badKind {
 		{"missing budget field", []byte("u1"), []byte(`{"id":"m1","user":"u1","score":1}`), decode.ReasonMissingBudget, nil},
 		{"null budget field", []byte("u1"), []byte(`{"id":"m2","campaign":null,"user":"u1","score":1}`), decode.ReasonMissingBudget, nil},
 		{"budget of the wrong type (number)", []byte("u1"), []byte(`{"id":"m3","campaign":42,"user":"u1","score":1}`), decode.ReasonBudgetType, nil},
-		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1}`), decode.ReasonUnknownBudget, nil},
+		// The decide stage tells an unknown budget, after decode and the
+		// caps: a record faulty for them too gets their reason.
+		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1,"device":"d1","cost":1,"ts":1795341600000}`), decode.ReasonUnknownBudget, nil},
 		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), decode.ReasonTooLarge, nil},
 		{"empty value", []byte("u1"), []byte{}, decode.ReasonEmptyValue, nil},
 		{"null value (tombstone)", []byte("u1"), nil, decode.ReasonEmptyValue, nil},
@@ -93,7 +94,7 @@ const suiteTimeout = 3 * time.Minute
 // them through one worker (exactly-once) and checks where each one ended:
 // every bad record in the dead-letter topic with its reason and source
 // position, every good event in exactly one of the output and rejected
-// topics, nothing else written, and the committed checkpoints counting as
+// topics, nothing else written, and the committed ledgers counting as
 // many passes as the output holds. brokers and sec reach the cluster.
 func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
@@ -345,30 +346,22 @@ func readCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...
 	return out
 }
 
-// checkPassesCounted checks that the committed checkpoints of the input's
+// checkPassesCounted checks that the committed ledgers of the input's
 // partitions count exactly the passes the output holds, and as offered
 // exactly the events decided (passed or rejected; no dead letter).
 func checkPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs, decided int) {
 	t.Helper()
-	sources := map[string]int32{}
-	for p := range int32(3) {
-		sources[stats.SourceName(input, p)] = p
-	}
-	cps, err := stats.LoadCheckpoints(ctx, conn, cfg.Topics.Checkpoints, sources)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var passed, offered uint64
-	for _, cp := range cps {
-		for _, r := range cp.Reports {
+	for _, st := range loadLedgers(ctx, t, conn, cfg.Topics.Stats, input, 3) {
+		for _, r := range st.Reports {
 			passed += r.Total.Passed
 			offered += r.Total.Offered
 		}
 	}
 	if passed != uint64(outputs) {
-		t.Errorf("checkpoints count %d passes, the output holds %d", passed, outputs)
+		t.Errorf("ledgers count %d passes, the output holds %d", passed, outputs)
 	}
 	if offered != uint64(decided) {
-		t.Errorf("checkpoints count %d offered, the output and rejected topics hold %d", offered, decided)
+		t.Errorf("ledgers count %d offered, the output and rejected topics hold %d", offered, decided)
 	}
 }

@@ -102,9 +102,10 @@ func readTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 // with no open transaction before it takes it as read.
 const quietAfter = 3 * time.Second
 
-// countedPasses sums the passes of budget in the stats topic and in the
-// checkpoints of the input partitions.
-func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, cpTopic, input string, partitions int32, budget string) (inStats, inCheckpoints uint64) {
+// countedPasses sums the passes of budget in the stats topic, as a View
+// folds it (what the workers pace from), and in the committed ledgers of
+// the input partitions, as a new owner restores them (stats.LoadLedgers).
+func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, input string, partitions int32, budget string) (inStats, inLedgers uint64) {
 	t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(brokers)}
 	view, err := stats.NewView(ctx, statsTopic, opts)
@@ -118,20 +119,26 @@ func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, cpTop
 	for _, r := range view.View(budget, nil) {
 		inStats += r.Total.Passed
 	}
-	srcs := map[string]int32{}
-	for p := int32(0); p < partitions; p++ {
-		srcs[stats.SourceName(input, p)] = p
+	for _, st := range loadLedgers(ctx, t, opts, statsTopic, input, partitions) {
+		if r, ok := st.Report(budget); ok {
+			inLedgers += r.Total.Passed
+		}
 	}
-	cps, err := stats.LoadCheckpoints(ctx, opts, cpTopic, srcs)
+	return inStats, inLedgers
+}
+
+// loadLedgers loads the committed ledgers of the partitions of input.
+func loadLedgers(ctx context.Context, t *testing.T, opts []kgo.Opt, statsTopic, input string, partitions int32) map[string]stats.LedgerState {
+	t.Helper()
+	var srcs []string
+	for p := range partitions {
+		srcs = append(srcs, stats.SourceName(input, p))
+	}
+	states, err := stats.LoadLedgers(ctx, opts, statsTopic, srcs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cp := range cps {
-		if r, ok := cp.Report(budget); ok {
-			inCheckpoints += r.Total.Passed
-		}
-	}
-	return inStats, inCheckpoints
+	return states
 }
 
 // tally is where the input ids ended up.

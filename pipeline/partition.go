@@ -6,15 +6,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/throttler/throttler/decode"
 )
 
 // Partition is what a stage knows of the partition it is built for
-// (Stage.New): its names, its lanes, and the way to keep state in the
-// partition's transactions. The worker creates one per assigned partition
-// and updates its lanes when the budgets change; stages read it from the
-// partition's goroutine only.
+// (Stage.New): its names, the way to its lanes, and the way to keep state
+// in the partition's transactions. The worker creates one per assigned
+// partition; stages read it from the partition's goroutine only.
 type Partition struct {
 	Topic  string
 	ID     int32
@@ -23,20 +20,25 @@ type Partition struct {
 	Partitions int
 
 	ctx     context.Context
-	budgets *decode.BudgetTable
-	lanes   []Decider
-	byName  func(string) Decider
+	events  LaneFunc
+	any     LaneFunc
+	byIndex []Decider
 	version uint64
 	kept    []State
 }
 
+// LaneFunc returns the partition's decider of a budget, opening it at now
+// when the partition has none open, or nil when there is no such budget.
+// The worker's answer is a flow lane (flow.Source.Get): finding an open one
+// costs a map lookup and allocates nothing.
+type LaneFunc func(budget string, now time.Time) Decider
+
 // NewPartition returns a Partition of topic for tests and tools: lanes are
-// the deciders by budget index, the decoder's own budgets apply, and its
-// context never ends.
+// the deciders by the index of the event's budget in the decoder's budget
+// list (decode.NewDecoder's names), and the context never ends. Use
+// SetLanes to find deciders by name instead.
 func NewPartition(topic string, id int32, partitions int, lanes ...Decider) *Partition {
-	p := &Partition{Topic: topic, ID: id, Source: fmt.Sprintf("%s/%d", topic, id), Partitions: partitions, ctx: context.Background()}
-	p.SetLanes(nil, lanes, nil)
-	return p
+	return &Partition{Topic: topic, ID: id, Source: fmt.Sprintf("%s/%d", topic, id), Partitions: partitions, ctx: context.Background(), byIndex: lanes}
 }
 
 // SetContext sets the context of the partition's assignment, which ends
@@ -47,38 +49,46 @@ func (p *Partition) SetContext(ctx context.Context) { p.ctx = ctx }
 // Context returns the context of the partition's assignment.
 func (p *Partition) Context() context.Context { return p.ctx }
 
-// SetLanes sets the partition's budget table (nil: the decoder's), its
-// deciders by budget index of that table, and byName, which finds the
-// decider of any budget of the flow tree by name (nil: none). It is the
-// worker's, called on the partition's goroutine between events.
-func (p *Partition) SetLanes(budgets *decode.BudgetTable, lanes []Decider, byName func(string) Decider) {
-	p.budgets, p.lanes, p.byName = budgets, lanes, byName
+// SetLanes sets how the partition finds its deciders by budget name:
+// events for the budgets events may name (the decide stage), any for every
+// budget of the worker, those of variant limits included (LaneOf). Either
+// may be nil: no decider. It is the worker's, called on the partition's
+// goroutine between events; it changes Version.
+func (p *Partition) SetLanes(events, any LaneFunc) {
+	p.events, p.any, p.byIndex = events, any, nil
 	p.version++
 }
 
-// Budgets returns the budget table events are indexed by, nil for the
-// decoder's own.
-func (p *Partition) Budgets() *decode.BudgetTable { return p.budgets }
-
-// Lane returns the partition's decider of a budget index, or nil.
-func (p *Partition) Lane(budgetIndex int) Decider {
-	if budgetIndex < 0 || budgetIndex >= len(p.lanes) {
-		return nil
+// Lane returns the decider of the event's budget (Fields.Budget; with
+// NewPartition's lanes, Fields.BudgetIndex), or nil when the partition
+// has none: the event names no budget it may spend.
+func (p *Partition) Lane(e *Event) Decider {
+	if p.events != nil {
+		return p.events(e.Fields.Budget, e.Now)
 	}
-	return p.lanes[budgetIndex]
+	if i := e.Fields.BudgetIndex; i >= 0 && i < len(p.byIndex) {
+		return p.byIndex[i]
+	}
+	return nil
 }
 
-// LaneOf returns the partition's decider of a budget by name, or nil. It
-// may cost a map lookup: a stage that asks for every event keeps the
-// answer until Version changes.
-func (p *Partition) LaneOf(budget string) Decider {
-	if p.byName == nil {
+// LaneOf returns the partition's decider of any budget of the worker by
+// name, opening it at now when needed, or nil. A stage that keeps the
+// answer between events asks again once Version changed: a decider kept
+// across a change may no longer count.
+func (p *Partition) LaneOf(budget string, now time.Time) Decider {
+	if p.any == nil {
 		return nil
 	}
-	return p.byName(budget)
+	return p.any(budget, now)
 }
 
-// Version changes whenever the lanes do (SetLanes).
+// Invalidate says that deciders returned so far may be stale (the worker
+// released idle lanes, or the budgets changed); it changes Version.
+func (p *Partition) Invalidate() { p.version++ }
+
+// Version changes whenever deciders returned before may be stale
+// (SetLanes, Invalidate).
 func (p *Partition) Version() uint64 { return p.version }
 
 // State is what a stage keeps across events that must follow the

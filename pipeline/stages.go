@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
@@ -20,11 +21,13 @@ const (
 	StageRoute  = "route"
 )
 
-// DecodeStage validates the record and fills Event.Fields, indexing
-// budgets by the partition's table. Each partition keeps the room of the
-// decoder's scan, in its topic's format, which the score stage of the
-// same decoder reads. A record whose schema could not be had yet waits
-// (OutcomeDelay, RetryAt when the decoder says): it is not a bad record.
+// DecodeStage validates the record and fills Event.Fields. Each partition
+// keeps the room of the decoder's scan, in its topic's format, which the
+// score stage of the same decoder reads. A decoder that lists budgets
+// dead-letters the others (ReasonUnknownBudget); the worker's lists none,
+// and the decide stage tells which budgets exist. A record whose schema
+// could not be had yet waits (OutcomeDelay, RetryAt when the decoder
+// says): it is not a bad record.
 func DecodeStage(d *decode.Decoder) Stage {
 	return Stage{Name: StageDecode, New: func(part *Partition) (Middleware, error) {
 		scan := d.NewScan(part.Topic)
@@ -35,7 +38,7 @@ func DecodeStage(d *decode.Decoder) Stage {
 					return e.DeadLetter(recErr(StageDecode, decode.ReasonTooLarge, "",
 						fmt.Sprintf("key and headers take %d bytes, more than %d", keyAndHeadersSize(r), decode.MaxKeyAndHeaderBytes)))
 				}
-				if err := d.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, scan, part.Budgets()); err != nil {
+				if err := d.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, scan, nil); err != nil {
 					return deadOrWait(e, err)
 				}
 				return next(e)
@@ -66,15 +69,17 @@ func ScoreStage(d *decode.Decoder) Stage {
 	})
 }
 
-// DecideStage asks the partition's lane of the event's budget. An event of
-// a budget without a lane is a bad record (ReasonUnknownBudget).
+// DecideStage asks the partition's lane of the event's budget
+// (Partition.Lane), which the worker opens on the budget's first event. An
+// event of a budget the worker does not have is a bad record
+// (ReasonUnknownBudget).
 func DecideStage() Stage {
 	return Stage{Name: StageDecide, New: func(part *Partition) (Middleware, error) {
 		return func(next Handler) Handler {
 			return func(e *Event) Outcome {
-				l := part.Lane(e.Fields.BudgetIndex)
+				l := part.Lane(e)
 				if l == nil {
-					return e.DeadLetter(recErr(StageDecide, decode.ReasonUnknownBudget, "", e.Fields.Budget))
+					return e.DeadLetter(recErr(StageDecide, decode.ReasonUnknownBudget, "", strconv.Quote(e.Fields.Budget)))
 				}
 				e.Verdict = l.Decide(e.Now, e.Fields.Score)
 				if e.Verdict.Reason == flow.ReasonDelayed {

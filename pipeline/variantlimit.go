@@ -37,17 +37,17 @@ func checkVariantLimits(limits []VariantLimit) error {
 }
 
 // VariantLimitStage enforces variant limits. It asks the partition's lane
-// of the limit's budget (Partition.LaneOf) for each event routed to a
-// limited variant (the first assignment, which picks the topic; see
-// splitter.Route). An event the lane refuses carries HeaderVariantLimited
-// and goes to the output topic (Event.VariantLimited), or is rejected by
-// the limit's budget when its fallback is "rejected". Events outside a
-// window limit's window are refused too.
+// of the limit's budget (Partition.LaneOf, kept until Version changes) for
+// each event routed to a limited variant (the first assignment, which
+// picks the topic; see splitter.Route). An event the lane refuses carries
+// HeaderVariantLimited and goes to the output topic (Event.VariantLimited),
+// or is rejected by the limit's budget when its fallback is "rejected".
+// Events outside a window limit's window are refused too.
 //
 // The lanes are those of flow budgets in the worker's tree, so a limit
 // holds cluster-wide as a budget does: each worker paces its partitions'
 // share from the counts its peers publish on the stats topic, and the
-// counts survive rebalances through the checkpoints.
+// counts survive rebalances through the partitions' ledgers.
 func VariantLimitStage(limits []VariantLimit) Stage {
 	idx := make(map[variantKey]int, len(limits))
 	hdr := make([][]byte, len(limits))
@@ -56,8 +56,8 @@ func VariantLimitStage(limits []VariantLimit) Stage {
 		hdr[i] = []byte(l.Layer + "/" + l.Experiment + "/" + l.Variant)
 	}
 	return Stage{Name: StageVariantLimit, New: func(part *Partition) (Middleware, error) {
-		lanes := make([]Decider, len(limits))
-		version := part.Version() - 1 // look the lanes up at the first event
+		lanes := make([]Decider, len(limits)) // nil: not looked up since version
+		version := part.Version()
 		return func(next Handler) Handler {
 			if len(limits) == 0 {
 				return next
@@ -73,12 +73,14 @@ func VariantLimitStage(limits []VariantLimit) Stage {
 				}
 				if v := part.Version(); v != version {
 					version = v
-					for j, l := range limits {
-						lanes[j] = part.LaneOf(l.Budget)
-					}
+					clear(lanes)
 				}
 				if lanes[i] == nil {
-					return next(e)
+					// Looked up on the limit's first event only: an
+					// idle limit keeps no lane open.
+					if lanes[i] = part.LaneOf(limits[i].Budget, e.Now); lanes[i] == nil {
+						return next(e)
+					}
 				}
 				v := lanes[i].Decide(e.Now, e.Fields.Score)
 				if v.Pass {

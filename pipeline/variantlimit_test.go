@@ -26,7 +26,13 @@ func TestVariantLimitStage(t *testing.T) {
 		}
 		lane := &fakeDecider{every: 2, budget: limit.Budget} // admits every 2nd red event
 		part := NewPartition("in", 0, 1)
-		part.SetLanes(nil, []Decider{&fakeDecider{every: 1}}, func(b string) Decider {
+		spring := &fakeDecider{every: 1}
+		part.SetLanes(func(b string, _ time.Time) Decider {
+			if b == "spring" {
+				return spring
+			}
+			return nil
+		}, func(b string, _ time.Time) Decider {
 			if b == limit.Budget {
 				return lane
 			}

@@ -23,6 +23,14 @@ func TestDispatchUsageErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("brokers: [nohost]\ncolour: red\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	example, err := os.ReadFile("../../config/testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := filepath.Join(t.TempDir(), "legacy.yaml")
+	if err := os.WriteFile(legacy, []byte(strings.Replace(string(example), "topics:\n", "topics:\n  checkpoints: old.checkpoints\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args       []string
 		code       int
@@ -64,6 +72,7 @@ func TestDispatchUsageErrors(t *testing.T) {
 		{args: []string{"validate"}, code: 2, stderr: "-config is required"},
 		{args: []string{"validate", "--config", "../../config/testdata/example.yaml"}, code: 0, stdout: "ok\n", stderrNone: true},
 		{args: []string{"validate", "--config", bad}, code: 1, stdout: "colour: unknown field (line 2)", stderrNone: true},
+		{args: []string{"validate", "--config", legacy}, code: 0, stdout: "ok\n", stderr: "topics.checkpoints: deprecated and no longer written"},
 		{args: []string{"validate", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, code: 1, stderr: "no such file"},
 	}
 	for _, tc := range cases {

@@ -94,6 +94,9 @@ at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
 			if err != nil {
 				return err
 			}
+			for _, d := range cfg.Deprecated() {
+				log.Warn().Str("path", d.Path).Int("line", d.Line).Msg(d.Reason)
+			}
 			return runWorker(ctx, log, cfg, *connect, extra...)
 		}
 	},

@@ -50,15 +50,11 @@ func FromConfig(c *config.Config) (Parts, error) {
 	if err != nil {
 		return Parts{}, err
 	}
-	names := make([]string, len(budgets))
-	for i, b := range budgets {
-		names[i] = b.Name
-	}
 	fm, err := formatsOf(c)
 	if err != nil {
 		return Parts{}, err
 	}
-	dec, err := decoder(c, names, fm.input...)
+	dec, err := decoder(c, fm.input...)
 	if err != nil {
 		return Parts{}, err
 	}
@@ -109,9 +105,11 @@ func NewWorker(c *config.Config, opts ...consumer.Opt) (*consumer.Worker, *flow.
 	return w, parts.Tree, nil
 }
 
-// decoder returns the decoder of the configuration's fields, accepting
-// the budgets names, with more options (the formats').
-func decoder(c *config.Config, names []string, more ...decode.DecodeOpt) (*decode.Decoder, error) {
+// decoder returns the decoder of the configuration's fields, with more
+// options (the formats'). It accepts every budget name: the worker's flow
+// tree says which exist (its decide stage dead-letters the others), and
+// they change while it runs.
+func decoder(c *config.Config, more ...decode.DecodeOpt) (*decode.Decoder, error) {
 	f := c.Fields
 	dopts := []decode.DecodeOpt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
 		// Experiments bucket events by key: a keyless event is a bad
@@ -120,7 +118,7 @@ func decoder(c *config.Config, names []string, more ...decode.DecodeOpt) (*decod
 	if f.Budget != "" {
 		dopts = append(dopts, decode.BudgetPath(f.Budget))
 	}
-	return decode.NewDecoder(names, append(dopts, more...)...)
+	return decode.NewDecoder(nil, append(dopts, more...)...)
 }
 
 // workerOpts returns the worker options of the configuration but the

@@ -23,8 +23,10 @@ import (
 type Target interface {
 	// Budgets returns the budgets in force.
 	Budgets() []flow.Budget
-	// UpdateBudgets replaces them; on an error nothing changes.
-	UpdateBudgets([]flow.Budget) (flow.Changes, error)
+	// ApplyBudgets adds, changes and deletes budgets, at a cost that
+	// follows the changes (not the number of budgets); on an error
+	// nothing changes.
+	ApplyBudgets([]flow.Change) (flow.Changes, error)
 }
 
 // feed is a worker's side of the control topic.
@@ -101,7 +103,12 @@ func (cs *feed) records(rs []*kgo.Record) {
 		return
 	}
 	accepted, waiting := cs.state.ApplyBatch(recs, func(b *control.Batch) error {
-		ch, err := cs.target.UpdateBudgets(b.Budgets())
+		bc := b.Changes()
+		changes := make([]flow.Change, len(bc))
+		for i, c := range bc {
+			changes[i] = flow.Change(c)
+		}
+		ch, err := cs.target.ApplyBudgets(changes)
 		if err == nil && !ch.Empty() {
 			// At most logNames names of each kind, with the counts.
 			cs.log.Info().Strs("added", first(ch.Added, logNames)).Strs("changed", first(ch.Changed, logNames)).

@@ -19,7 +19,6 @@ const (
 	topicTreatment = "demo.treatment"
 	topicDead      = "demo.dead-letter"
 	topicStats     = "demo.stats"
-	topicCkpt      = "demo.checkpoints"
 
 	layerName      = "ranking"
 	experimentName = "new-ranking"
@@ -100,13 +99,12 @@ func workerConfig(c Config, brokers []string, begin, end time.Time) (*config.Con
 		Brokers: brokers,
 		Group:   group,
 		Topics: config.Topics{
-			Input:       []string{topicEvents},
-			Rewards:     []string{topicClicks},
-			Output:      topicPassed,
-			DeadLetter:  topicDead,
-			Stats:       topicStats,
-			Checkpoints: topicCkpt,
-			Partitions:  c.Partitions,
+			Input:      []string{topicEvents},
+			Rewards:    []string{topicClicks},
+			Output:     topicPassed,
+			DeadLetter: topicDead,
+			Stats:      topicStats,
+			Partitions: c.Partitions,
 		},
 		Delivery:     config.DeliveryExactlyOnce,
 		SyncInterval: c.SyncInterval,
