@@ -20,8 +20,27 @@ func (c *Controller) estimate(t int64) estimate {
 	}
 	var e estimate
 	e.period, e.start, e.end = c.sched.period(t)
+	c.addOwn(t, &e)
+	knownRate, known := c.addPeers(t, &e)
+	// The cluster rate is the sum of the known sources' rates. While some
+	// are not known yet (the first syncs after a start or a rebalance), or
+	// when no peer is heard at all (the exchange is down), the unknown
+	// sources are assumed to carry the average of the known ones, counting
+	// this node as holding its share of the cluster.
+	e.peersKnown = known > 0
+	e.rate = knownRate
+	own := 1.0 / c.share
+	if t < c.warmUntil || known == 0 {
+		if n := float64(known + 1); n < own {
+			e.rate = knownRate * own / n
+		}
+	}
+	return e
+}
 
-	// Own lanes: exact.
+// addOwn adds this node's lanes to e (exactly), records them in the own
+// history, and sets e.ownRate.
+func (c *Controller) addOwn(t int64, e *estimate) {
 	var accOff, accPass float64
 	for _, l := range c.laneList {
 		total, in, _ := l.counts(e.period)
@@ -53,12 +72,17 @@ func (c *Controller) estimate(t int64) estimate {
 		o1, _ := c.hist.at(t)
 		e.ownRate = (o1 - o0) / (float64(t-from) / 1e9)
 	}
+}
 
-	// Peers: reported, extrapolated while fresh. When no peer is fresh
-	// the exchange is most likely down rather than every peer gone: the
-	// peers are then extrapolated too, as the cluster rate below assumes
-	// they carry on, else their passes since their last reports would
-	// look like a lag that this node alone makes up (an overspend).
+// addPeers adds the peers' sources to e: reported, and extrapolated while
+// fresh. It returns the own rate plus the fresh peers' known rates, and how
+// many peers these are.
+//
+// When no peer is fresh the exchange is most likely down rather than every
+// peer gone: the peers are then extrapolated too, as the cluster rate
+// assumes they carry on, else their passes since their last reports would
+// look like a lag that this node alone makes up (an overspend).
+func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known int) {
 	stale := int64(c.cfg.staleAfter)
 	anyFresh := false
 	for _, p := range c.peerList {
@@ -67,68 +91,68 @@ func (c *Controller) estimate(t int64) estimate {
 			break
 		}
 	}
-	knownRate, known := e.ownRate, 0
+	knownRate = e.ownRate
 	for _, p := range c.peerList {
 		fresh := t-p.at <= stale
-		extrapolate := fresh || !anyFresh
 		e.totalPassed += float64(p.rep.Total.Passed)
 		e.totalRewards += p.rep.Total.Rewards
-		var base Counters
-		from := p.at
-		switch {
-		case p.rep.Period == e.period:
-			base = p.rep.InPeriod
-		case p.rep.Period < e.period:
-			from = max(p.at, e.start)
-		default:
-			continue // a clock ahead of ours: ignore until we catch up
-		}
-		e.offered += float64(base.Offered)
-		e.passed += float64(base.Passed)
-		e.rewards += base.Rewards
-		if !extrapolate {
+		from, ok := c.addReported(p, e)
+		if !ok || !(fresh || !anyFresh) {
 			continue
 		}
 		if fresh && p.rateKnown && p.rep.Total.Offered > 0 {
 			knownRate += p.offRate
 			known++
 		}
-		if t <= from {
-			continue
-		}
-		dt := float64(t-from) / 1e9
-		e.offered += p.offRate * dt
-		e.rewards += p.rewRate * dt
-		e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
-		passes := p.passRate * dt
-		// Peers run the same controller: their pass fraction since the
-		// report follows ours, which we know exactly. Reports older than
-		// our history (a long outage of the exchange) pass at their
-		// reported rate up to its start, then at our fraction.
-		if f0 := max(from, c.hist.oldest()); f0 < t {
-			o0, p0 := c.hist.at(f0)
-			o1, p1 := c.hist.at(t)
-			if o1-o0 >= 1 {
-				passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*(p1-p0)/(o1-o0)
-			}
-		}
-		e.passed += passes
-		e.totalPassed += passes * float64(t-p.at) / float64(t-from)
-	}
-	// The cluster rate is the sum of the known sources' rates. While some
-	// are not known yet (the first syncs after a start or a rebalance), or
-	// when no peer is heard at all (the exchange is down), the unknown
-	// sources are assumed to carry the average of the known ones, counting
-	// this node as holding its share of the cluster.
-	e.peersKnown = known > 0
-	e.rate = knownRate
-	own := 1.0 / c.share
-	if t < c.warmUntil || known == 0 {
-		if n := float64(known + 1); n < own {
-			e.rate = knownRate * own / n
+		if t > from {
+			c.extrapolate(p, t, from, e)
 		}
 	}
-	return e
+	return knownRate, known
+}
+
+// addReported adds what a peer source reported for the current period and
+// returns the instant from which it is to be extrapolated; false for a
+// report of a later period (a clock ahead of ours: ignored until we catch
+// up).
+func (c *Controller) addReported(p *peer, e *estimate) (from int64, ok bool) {
+	var base Counters
+	from = p.at
+	switch {
+	case p.rep.Period == e.period:
+		base = p.rep.InPeriod
+	case p.rep.Period < e.period:
+		from = max(p.at, e.start)
+	default:
+		return 0, false
+	}
+	e.offered += float64(base.Offered)
+	e.passed += float64(base.Passed)
+	e.rewards += base.Rewards
+	return from, true
+}
+
+// extrapolate adds what peer source p offered, passed and was rewarded
+// between from and t.
+func (c *Controller) extrapolate(p *peer, t, from int64, e *estimate) {
+	dt := float64(t-from) / 1e9
+	e.offered += p.offRate * dt
+	e.rewards += p.rewRate * dt
+	e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
+	passes := p.passRate * dt
+	// Peers run the same controller: their pass fraction since the
+	// report follows ours, which we know exactly. Reports older than
+	// our history (a long outage of the exchange) pass at their
+	// reported rate up to its start, then at our fraction.
+	if f0 := max(from, c.hist.oldest()); f0 < t {
+		o0, p0 := c.hist.at(f0)
+		o1, p1 := c.hist.at(t)
+		if o1-o0 >= 1 {
+			passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*(p1-p0)/(o1-o0)
+		}
+	}
+	e.passed += passes
+	e.totalPassed += passes * float64(t-p.at) / float64(t-from)
 }
 
 // ownHistory is a ring of the node's own cumulative counts at each tune,

@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// progress is what a tune judges the budget's course by.
+type progress struct {
+	achieved float64 // passes, or rewards plus those still expected
+	conv     float64 // rewards per pass (1 for pass budgets)
+	lead     int64   // reward delay: how far passes lead their rewards
+}
+
 // tuneLocked re-computes the working pass rate (and score cut) at t.
 func (c *Controller) tuneLocked(t int64, synced bool) {
 	e := c.estimate(t)
@@ -12,37 +19,52 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		c.retuneQuota(t, e.period)
 	}
 	prm := c.bounds(&params{period: e.period, until: t + 2*int64(c.cfg.tune)})
+	g := c.progress(t, &e, synced)
+	q := c.wanted(t, &e, g, prm)
+	c.working(t, &e, g, q, prm)
+	c.params.Store(prm)
+	c.record(t, &e, g, prm, synced)
+}
 
-	achieved, conv, lead := e.passed, 1.0, int64(0)
-	if c.conv != nil {
-		if !c.tuned && e.totalPassed == 0 {
-			c.conv.add(t, 0, 0)
-		}
-		if synced {
-			c.conv.add(t, e.totalPassed, e.totalRewards)
-			c.conv.fit(int64(c.cfg.maxDelay))
-		}
-		if c.conv.ratio > 0 {
-			conv, lead = c.conv.ratio, c.conv.delay
-		}
-		// Rewards still to come from passes made within the delay.
-		inflight := e.totalPassed - c.conv.passedAt(t-lead)
-		if lead == 0 || inflight < 0 {
-			inflight = 0
-		}
-		achieved = e.rewards + conv*inflight
+// progress reads the achieved amount at t; for reward budgets it also
+// feeds and fits the conversion model.
+func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
+	g := progress{achieved: e.passed, conv: 1}
+	if c.conv == nil {
+		return g
 	}
+	if !c.tuned && e.totalPassed == 0 {
+		c.conv.add(t, 0, 0)
+	}
+	if synced {
+		c.conv.add(t, e.totalPassed, e.totalRewards)
+		c.conv.fit(int64(c.cfg.maxDelay))
+	}
+	if c.conv.ratio > 0 {
+		g.conv, g.lead = c.conv.ratio, c.conv.delay
+	}
+	// Rewards still to come from passes made within the delay.
+	inflight := e.totalPassed - c.conv.passedAt(t-g.lead)
+	if g.lead == 0 || inflight < 0 {
+		inflight = 0
+	}
+	g.achieved = e.rewards + g.conv*inflight
+	return g
+}
 
+// wanted returns the cluster pass rate (per second) that follows the ideal
+// curve from here, and marks prm exhausted once the target is reached.
+func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float64 {
 	T := c.b.Target
 	endEff := e.end - c.sched.reserve
 	// Passes lead the curve they are judged on by the reward delay. Reward
 	// budgets lead by twice the delay: they aim to be done one delay early,
 	// then top up from the rewards actually seen, so that few rewards are
 	// still in flight (and uncertain) when the window closes.
-	tt := t + 2*lead
+	tt := t + 2*g.lead
 	var q float64 // wanted cluster pass rate, per second
 	switch {
-	case achieved >= T:
+	case g.achieved >= T:
 		prm.exhausted = true
 	case tt < endEff:
 		// The horizon shrinks towards the end, but never below one tune
@@ -50,31 +72,41 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		// be in force (a tune can come late on a starved machine).
 		h := max(min(c.accel(e.start, endEff), endEff-tt), int64(c.cfg.tune))
 		goal := c.sched.ideal(tt+h, e.start, e.end)
-		if lead > 0 {
+		if g.lead > 0 {
 			// Rewards in flight are random (binomial); stop the main
 			// phase two standard deviations short, and top up after.
-			inflight := T / (float64(endEff-e.start) / 1e9) * (float64(lead) / 1e9)
+			inflight := T / (float64(endEff-e.start) / 1e9) * (float64(g.lead) / 1e9)
 			goal = min(goal, T-2*math.Sqrt(inflight))
 		}
-		q = (goal - achieved) / (float64(h) / 1e9) / conv
-	case t+lead < e.end:
-		rest := max(e.end-t-lead, int64(c.cfg.tune))
-		q = (T - achieved) / (float64(rest) / 1e9) / conv
+		q = (goal - g.achieved) / (float64(h) / 1e9) / g.conv
+	case t+g.lead < e.end:
+		rest := max(e.end-t-g.lead, int64(c.cfg.tune))
+		q = (T - g.achieved) / (float64(rest) / 1e9) / g.conv
 	default:
 		// a reward for a pass now would arrive after the window: none
 	}
-	span := float64(endEff-e.start) / 1e9
 	// Catching up is limited to five times the ideal rate: a lag is made
 	// up over a few horizons rather than in one burst that a late tune
 	// would stretch into an overshoot.
-	q = min(q, 5*T/span/conv)
+	return min(q, 5*T/c.span(e)/g.conv)
+}
+
+// span is the length of the current period less the reserve, in seconds.
+func (c *Controller) span(e *estimate) float64 {
+	return float64(e.end-c.sched.reserve-e.start) / 1e9
+}
+
+// working turns the wanted rate q into the lanes' parameters: the working
+// pass fraction (or the cold rate when no traffic is measured) and, for
+// scored budgets, the score cut.
+func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *params) {
 	rate := e.rate
 	if c.sk != nil {
 		rate = c.steadyRate(t, rate)
 	}
 	if rate > 0 {
 		prm.p = clamp01(q / rate)
-		prm.nextP = clamp01(T / span / conv / rate)
+		prm.nextP = clamp01(c.b.Target / c.span(e) / g.conv / rate)
 	} else {
 		// No traffic measured (a start, or lanes just opened on an idle
 		// node): lanes pass at the ideal rate until the next tune.
@@ -90,13 +122,15 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		prm.cut = c.consensusCut(c.sk.upper(prm.p), t, e.period)
 		prm.nextCut = c.sk.upper(prm.nextP)
 	}
-	c.params.Store(prm)
+}
 
-	// Seed 000's smoothed quantities, for the snapshot.
+// record updates seed 000's smoothed quantities and the snapshot.
+func (c *Controller) record(t int64, e *estimate, g progress, prm *params, synced bool) {
+	T, span := c.b.Target, c.span(e)
 	P := c.cfg.decay
 	ideal := 0.0
 	if e.rate > 0 {
-		ideal = clamp01(T / span / conv / e.rate)
+		ideal = clamp01(T / span / g.conv / e.rate)
 	}
 	instProp := c.share
 	if e.peersKnown && e.rate > 0 {
@@ -111,7 +145,6 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	c.tuned = true
 
 	idealNow := c.sched.ideal(t, e.start, e.end)
-	slope := T / span
 	c.snap = Snapshot{
 		Budget:          c.b.Name,
 		At:              time.Unix(0, t),
@@ -121,17 +154,17 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		ClusterOffered:  e.offered,
 		ClusterPassed:   e.passed,
 		ClusterRewards:  e.rewards,
-		Achieved:        achieved,
+		Achieved:        g.achieved,
 		ClusterRate:     e.rate,
 		LocalRate:       e.ownRate,
 		LocalProportion: c.proportion,
-		Conversion:      conv,
-		RewardDelay:     time.Duration(lead),
+		Conversion:      g.conv,
+		RewardDelay:     time.Duration(g.lead),
 		IdealPassRate:   c.idealRate,
 		WorkingPassRate: prm.p,
 		Cut:             prm.cut,
-		Lag:             idealNow - achieved,
-		LagTime:         time.Duration((idealNow - achieved) / slope * 1e9),
+		Lag:             idealNow - g.achieved,
+		LagTime:         time.Duration((idealNow - g.achieved) / (T / span) * 1e9),
 		Exhausted:       prm.exhausted,
 	}
 }
