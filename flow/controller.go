@@ -62,6 +62,12 @@ type Controller struct {
 	share     float64
 	warmUntil int64 // until then, fill in sources not heard from yet
 	rewarm    bool
+	// lateness is how much older than two sync intervals peers' reports
+	// grow before the next one is seen (the exchange's delay, and gaps of
+	// lost publications): a slowly decaying maximum of what syncs saw. A
+	// peer is stale only once its report is older than staleAfter plus
+	// this.
+	lateness int64
 
 	// smoothed quantities of seed 000
 	steady     float64 // smoothed cluster rate of scored budgets
@@ -282,11 +288,17 @@ func (c *Controller) reports(t int64, dst []Report) []Report {
 func (c *Controller) sync(t int64, reps []Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	late := int64(-1)
 	for _, r := range reps {
 		if _, own := c.lanes[r.Source]; own {
 			continue
 		}
 		at := r.At.UnixNano()
+		if p := c.peers[r.Source]; p != nil && at > p.at {
+			// how old the report it replaces had grown, beyond the two
+			// sync intervals of a prompt exchange
+			late = max(late, t-p.at-2*int64(c.cfg.sync))
+		}
 		p := c.peers[r.Source]
 		if p == nil {
 			p = &peer{source: r.Source}
@@ -310,8 +322,18 @@ func (c *Controller) sync(t int64, reps []Report) {
 		}
 		p.rep, p.at = r, at
 	}
+	if late >= 0 {
+		// Up at once (by a sync interval at most: one gap is no trend),
+		// down slowly.
+		late = min(late, c.lateness+int64(c.cfg.sync))
+		c.lateness = max(late, c.lateness-(c.lateness-late)/16)
+	}
 	c.tuneLocked(t, true)
 }
+
+// stale is the age past which a peer's report no longer stands for the
+// source's current traffic.
+func (c *Controller) stale() int64 { return int64(c.cfg.staleAfter) + c.lateness }
 
 func (c *Controller) tune(t int64) {
 	c.mu.Lock()

@@ -35,6 +35,17 @@ func (c *Controller) estimate(t int64) estimate {
 			e.rate = knownRate * own / n
 		}
 	}
+	// The same while warming up for what the sources not heard from at
+	// all have done in the period: as much as the average source heard
+	// from. Else a node that starts with its peers, before their first
+	// reports arrive, takes its own passes for the cluster's and makes up
+	// a lag that is not there.
+	if n := float64(1 + len(c.peerList)); t < c.warmUntil && n < own {
+		f := own/n - 1
+		e.offered += f * e.offered
+		e.passed += f * e.passed
+		e.rewards += f * e.rewards
+	}
 	return e
 }
 
@@ -83,7 +94,7 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 // assumes they carry on, else their passes since their last reports would
 // look like a lag that this node alone makes up (an overspend).
 func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known int) {
-	stale := int64(c.cfg.staleAfter)
+	stale := c.stale()
 	anyFresh := false
 	for _, p := range c.peerList {
 		if t-p.at <= stale {

@@ -79,6 +79,16 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 			goal = min(goal, T-2*math.Sqrt(inflight))
 		}
 		q = (goal - g.achieved) / (float64(h) / 1e9) / g.conv
+		if hm := c.settle(); g.lead == 0 && h < hm {
+			// Near the end, a lag is made up over no less than the time
+			// it takes to hear from the peers, towards the ideal curve
+			// drawn on past the end: catching up at once on a picture
+			// that the next reports will correct overspends on its
+			// errors, and a pass cannot be taken back. An excess is
+			// still corrected at once.
+			goal = T * float64(tt+hm-e.start) / float64(endEff-e.start)
+			q = min(q, (goal-g.achieved)/(float64(hm)/1e9))
+		}
 	case t+g.lead < e.end:
 		rest := max(e.end-t-g.lead, int64(c.cfg.tune))
 		q = (T - g.achieved) / (float64(rest) / 1e9) / g.conv
@@ -90,6 +100,10 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// would stretch into an overshoot.
 	return min(q, 5*T/c.span(e)/g.conv)
 }
+
+// settle is how long it takes to hear from the peers: a sync interval and
+// the exchange's lateness.
+func (c *Controller) settle() int64 { return c.lateness }
 
 // span is the length of the current period less the reserve, in seconds.
 func (c *Controller) span(e *estimate) float64 {
@@ -196,7 +210,7 @@ func (c *Controller) consensusCut(own float64, t, period int64) float64 {
 	}
 	sum, total := own*w, w
 	for _, p := range c.peerList {
-		if t-p.at > int64(c.cfg.staleAfter) || p.rep.Period != period ||
+		if t-p.at > c.stale() || p.rep.Period != period ||
 			math.IsInf(p.rep.Cut, 0) || math.IsNaN(p.rep.Cut) || p.rep.Total.Offered == 0 {
 			continue
 		}

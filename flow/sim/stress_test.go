@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// stressRow is one situation of the pacing-under-stress issue: a scenario
+// in testdata and, per budget, its bar, checked on every one of ten seeds
+// with figures computed from the timeline.
+type stressRow struct {
+	file string
+	// from: deviations are judged from this instant on (seconds), per
+	// budget (reward budgets: once three reward delays have passed)
+	from map[string]float64
+	bars map[string]func(f figures, target float64) error
+}
+
+func finalWithin(lo, hi float64) func(figures) error {
+	return func(f figures) error {
+		if f.final < lo || f.final > hi {
+			return fmt.Errorf("final error %+.3f%%, want in [%+.2f%%, %+.2f%%]", 100*f.final, 100*lo, 100*hi)
+		}
+		return nil
+	}
+}
+
+func devAtMost(d float64) func(figures) error {
+	return func(f figures) error {
+		if f.maxDev > d {
+			return fmt.Errorf("max deviation %.3f%%, want ≤ %.2f%%", 100*f.maxDev, 100*d)
+		}
+		return nil
+	}
+}
+
+// all checks every condition.
+func all(cs ...func(figures) error) func(figures, float64) error {
+	return func(f figures, _ float64) error {
+		for _, c := range cs {
+			if err := c(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+var stressRows = []stressRow{
+	{file: "noisy-32.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
+	}},
+}
+
+// The situations of the issue, each over ten seeds.
+func TestStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten seeds of each situation")
+	}
+	for _, row := range stressRows {
+		t.Run(row.file, func(t *testing.T) {
+			figs := sweep(t, row.file, seedsFrom(100, 10), row.from)
+			for name, bar := range row.bars {
+				fs := figs[name]
+				target := 0.0
+				sc, _ := Load("testdata/" + row.file)
+				for _, b := range sc.Budgets {
+					if b.Name == name {
+						target = b.Target
+					}
+				}
+				logSummary(t, name, fs)
+				for i, f := range fs {
+					if err := bar(f, target); err != nil {
+						t.Errorf("%s, seed %d: %v", name, 100+i, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// logSummary logs mean / worst of a budget's figures over the seeds.
+func logSummary(t *testing.T, name string, fs []figures) {
+	fm, fw := summary(fs, func(f figures) float64 { return f.final }, false)
+	_, fl := summary(fs, func(f figures) float64 { return f.final }, true)
+	if math.Abs(fl) > math.Abs(fw) {
+		fw = fl
+	}
+	dm, dw := summary(fs, func(f figures) float64 { return f.maxDev }, false)
+	em, ew := summary(fs, func(f figures) float64 { return f.devEvents }, false)
+	bm, bw := summary(fs, func(f figures) float64 { return f.behind }, false)
+	om, ow := summary(fs, func(f figures) float64 { return f.over }, false)
+	t.Logf("%s over %d seeds (mean / worst): final %+.3f%% / %+.3f%%, max deviation %.3f%% / %.3f%% (%.1f / %.1f events), behind %.3f%% / %.3f%%, most over target %+.3f%% / %+.3f%%",
+		name, len(fs), 100*fm, 100*fw, 100*dm, 100*dw, em, ew, 100*bm, 100*bw, 100*om, 100*ow)
+	if !math.IsNaN(fs[0].precision) {
+		pm, pw := summary(fs, func(f figures) float64 { return f.precision }, true)
+		t.Logf("%s: score precision %.4f / %.4f", name, pm, pw)
+	}
+	rm, rw := summary(fs, func(f figures) float64 { return f.recover }, false)
+	t.Logf("%s: longest span more than 1%% behind %.1f s / %.1f s", name, rm, rw)
+}
