@@ -74,22 +74,29 @@ func sweep(t testing.TB, file string, seeds []uint64, from map[string]float64) m
 	t.Helper()
 	out := map[string][]figures{}
 	for _, seed := range seeds {
-		sc, err := Load(filepath.Join("testdata", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seed != 0 {
-			sc.Seed = seed
-		}
-		res, err := Run(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runFile(t, file, seed)
 		for _, b := range res.Budgets {
 			out[b.Name] = append(out[b.Name], figuresOf(res, b.Name, from[b.Name]))
 		}
 	}
 	return out
+}
+
+// runFile runs a scenario of testdata with a seed (0: the file's own).
+func runFile(t testing.TB, file string, seed uint64) *Result {
+	t.Helper()
+	sc, err := Load(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seed != 0 {
+		sc.Seed = seed
+	}
+	res, err := Run(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // seedsFrom returns n seeds from first on.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,17 +77,7 @@ func TestScenarioSeeds(t *testing.T) {
 func checkBars(t *testing.T, bars map[string]map[string]bar, seed uint64) {
 	for name, budgets := range bars {
 		t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
-			sc, err := Load(filepath.Join("testdata", name+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if seed != 0 {
-				sc.Seed = seed
-			}
-			res, err := Run(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runFile(t, name+".yaml", seed)
 			if len(res.Budgets) != len(budgets) {
 				t.Fatalf("%d budgets in the result, want %d", len(res.Budgets), len(budgets))
 			}
