@@ -349,7 +349,10 @@ func (c *Controller) Snapshot() Snapshot {
 }
 
 // stagger returns a fraction in [0, 1) fixed by the budget and source
-// names (FNV-1a), the first credit of a lane.
+// names, the first credit of a lane: FNV-1a, then a 64-bit finalizer
+// (MurmurHash3's fmix64), without which the high bits FNV leaves for names
+// that differ in their last characters (p/1, p/2, …) are nearly the same,
+// and so would be the lanes' first credits.
 func stagger(budget, source string) float64 {
 	h := uint64(14695981039346656037)
 	for _, s := range [2]string{budget, source} {
@@ -358,5 +361,10 @@ func stagger(budget, source string) float64 {
 		}
 		h = (h ^ 0xff) * 1099511628211
 	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
 	return float64(h>>11) / (1 << 53)
 }
