@@ -25,6 +25,9 @@ type params struct {
 	nextCut   float64
 	until     int64
 	exhausted bool
+	// allow, when set, bounds what this node's lanes pass until the next
+	// tune (see guard.go).
+	allow *allowance
 	// cold: the controller has not measured any traffic yet. Lanes then
 	// pass at coldRate per second each (the ideal rate over this node's
 	// share, split across its lanes), so that a backlog met at start is
@@ -68,6 +71,7 @@ type Controller struct {
 	// peer is stale only once its report is older than staleAfter plus
 	// this.
 	lateness int64
+	single   bool // the last tune found one node at a time to pass (guard.go)
 
 	// smoothed quantities of seed 000
 	steady     float64 // smoothed cluster rate of scored budgets
@@ -288,39 +292,28 @@ func (c *Controller) reports(t int64, dst []Report) []Report {
 func (c *Controller) sync(t int64, reps []Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	late := int64(-1)
+	// How late each report comes (its age beyond a sync interval), and
+	// how late the one it replaces had grown (the same plus what its
+	// publications missed). Most peers missing publications at once is an
+	// outage of the exchange, no trend.
+	sync := int64(c.cfg.sync)
+	late, lateGap, n, gaps := int64(-1), int64(-1), 0, 0
 	for _, r := range reps {
 		if _, own := c.lanes[r.Source]; own {
 			continue
 		}
-		at := r.At.UnixNano()
-		if p := c.peers[r.Source]; p != nil && at > p.at {
-			// how old the report it replaces had grown, beyond the two
-			// sync intervals of a prompt exchange
-			late = max(late, t-p.at-2*int64(c.cfg.sync))
-		}
-		p := c.peers[r.Source]
-		if p == nil {
-			p = &peer{source: r.Source}
-			c.addPeer(p)
-			if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
-				dt := float64(at-s) / 1e9
-				p.offRate = float64(r.Total.Offered) / dt
-				p.passRate = float64(r.Total.Passed) / dt
-				p.rewRate = r.Total.Rewards / dt
-				p.rateKnown = true
+		if interval, ok := c.take(r, t); ok {
+			age := t - r.At.UnixNano() - sync
+			late = max(late, age)
+			lateGap = max(lateGap, age+interval-sync)
+			n++
+			if interval > 2*sync {
+				gaps++
 			}
-		} else if at > p.at {
-			if dt := float64(at-p.at) / 1e9; at-p.at >= int64(c.cfg.tune)/2 {
-				p.offRate = float64(r.Total.Offered-p.rep.Total.Offered) / dt
-				p.passRate = float64(r.Total.Passed-p.rep.Total.Passed) / dt
-				p.rewRate = (r.Total.Rewards - p.rep.Total.Rewards) / dt
-				p.rateKnown = true
-			}
-		} else {
-			continue // not newer than what we have
 		}
-		p.rep, p.at = r, at
+	}
+	if 2*gaps <= n {
+		late = lateGap
 	}
 	if late >= 0 {
 		// Up at once (by a sync interval at most: one gap is no trend),
@@ -331,9 +324,53 @@ func (c *Controller) sync(t int64, reps []Report) {
 	c.tuneLocked(t, true)
 }
 
+// take takes in a peer source's report at t, unless it is not newer than
+// the one held. It returns how long after the report it replaced this one
+// was made (ok is false when it replaced none).
+func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
+	at := r.At.UnixNano()
+	p := c.peers[r.Source]
+	switch {
+	case p == nil:
+		p = &peer{source: r.Source}
+		c.addPeer(p)
+		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
+			p.rates(r, Counters{}, float64(at-s)/1e9)
+		}
+	case at <= p.at:
+		return 0, false // not newer than what we have
+	default:
+		interval, ok = at-p.at, true
+		if at-p.at >= int64(c.cfg.tune)/2 {
+			p.rates(r, p.rep.Total, float64(at-p.at)/1e9)
+		}
+	}
+	p.rep, p.at = r, at
+	return interval, ok
+}
+
+// rates sets the peer's rates from its report r and the counts it had dt
+// seconds before.
+func (p *peer) rates(r Report, before Counters, dt float64) {
+	p.offRate = float64(r.Total.Offered-before.Offered) / dt
+	p.passRate = float64(r.Total.Passed-before.Passed) / dt
+	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
+	p.rateKnown = true
+}
+
 // stale is the age past which a peer's report no longer stands for the
 // source's current traffic.
 func (c *Controller) stale() int64 { return int64(c.cfg.staleAfter) + c.lateness }
+
+// anyFresh reports whether some peer's report is fresh at t.
+func (c *Controller) anyFresh(t int64) bool {
+	for _, p := range c.peerList {
+		if t-p.at <= c.stale() {
+			return true
+		}
+	}
+	return false
+}
 
 func (c *Controller) tune(t int64) {
 	c.mu.Lock()

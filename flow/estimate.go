@@ -11,6 +11,9 @@ type estimate struct {
 	rate            float64 // cluster offered rate, events/s
 	ownRate         float64
 	peersKnown      bool
+	// reserve: what the peers that went stale may have passed since their
+	// last reports, unseen (not in passed)
+	reserve float64
 }
 
 func (c *Controller) estimate(t int64) estimate {
@@ -69,19 +72,18 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 			c.sk.merge(l.sk)
 		}
 	}
-	prevOff, prevPass := 0.0, 0.0
-	if c.hist.n > 0 {
-		newest := (c.hist.head + 63) % 64
-		prevOff, prevPass = c.hist.off[newest], c.hist.pas[newest]
+	// What the lanes were meant to pass: the working fraction in force,
+	// or what they passed when it was not (cold, or late).
+	intended := accPass
+	if prm := c.params.Load(); !prm.cold && t <= prm.until {
+		intended = prm.p * accOff
 	}
-	c.hist.add(t, prevOff+accOff, prevPass+accPass)
+	c.hist.add(t, accOff, accPass, intended)
 
 	// Own offered rate over the last sync interval (or what we have).
 	from := max(t-int64(c.cfg.sync), c.hist.oldest())
 	if from < t {
-		o0, _ := c.hist.at(from)
-		o1, _ := c.hist.at(t)
-		e.ownRate = (o1 - o0) / (float64(t-from) / 1e9)
+		e.ownRate = (c.hist.at(t).off - c.hist.at(from).off) / (float64(t-from) / 1e9)
 	}
 }
 
@@ -94,21 +96,20 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 // assumes they carry on, else their passes since their last reports would
 // look like a lag that this node alone makes up (an overspend).
 func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known int) {
-	stale := c.stale()
-	anyFresh := false
-	for _, p := range c.peerList {
-		if t-p.at <= stale {
-			anyFresh = true
-			break
-		}
-	}
+	stale, anyFresh := c.stale(), c.anyFresh(t)
 	knownRate = e.ownRate
 	for _, p := range c.peerList {
 		fresh := t-p.at <= stale
 		e.totalPassed += float64(p.rep.Total.Passed)
 		e.totalRewards += p.rep.Total.Rewards
 		from, ok := c.addReported(p, e)
-		if !ok || !(fresh || !anyFresh) {
+		if !ok {
+			continue
+		}
+		if !fresh && anyFresh {
+			// Gone quiet: it published at least every sync interval
+			// while it was heard from.
+			e.reserve += p.passRate * float64(min(t-from, int64(c.cfg.sync))) / 1e9
 			continue
 		}
 		if fresh && p.rateKnown && p.rep.Total.Offered > 0 {
@@ -152,61 +153,15 @@ func (c *Controller) extrapolate(p *peer, t, from int64, e *estimate) {
 	e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
 	passes := p.passRate * dt
 	// Peers run the same controller: their pass fraction since the
-	// report follows ours, which we know exactly. Reports older than
-	// our history (a long outage of the exchange) pass at their
-	// reported rate up to its start, then at our fraction.
-	if f0 := max(from, c.hist.oldest()); f0 < t {
-		o0, p0 := c.hist.at(f0)
-		o1, p1 := c.hist.at(t)
-		if o1-o0 >= 1 {
-			passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*(p1-p0)/(o1-o0)
+	// report follows ours. Reports older than our history (a long outage
+	// of the exchange) pass at their reported rate up to its start, then
+	// at our fraction.
+	// When one node at a time passes, each peer passes as it did.
+	if f0 := max(from, c.hist.oldest()); f0 < t && !c.single {
+		if f, ok := c.hist.fraction(f0, t); ok {
+			passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*f
 		}
 	}
 	e.passed += passes
 	e.totalPassed += passes * float64(t-p.at) / float64(t-from)
 }
-
-// ownHistory is a ring of the node's own cumulative counts at each tune,
-// from which the local rate and the local pass fraction over any recent
-// span are read.
-type ownHistory struct {
-	t        [64]int64
-	off, pas [64]float64
-	n, head  int
-}
-
-func (h *ownHistory) add(t int64, off, pas float64) {
-	if h.n > 0 && h.t[(h.head+63)%64] >= t {
-		i := (h.head + 63) % 64
-		h.off[i], h.pas[i] = off, pas
-		return
-	}
-	h.t[h.head], h.off[h.head], h.pas[h.head] = t, off, pas
-	h.head = (h.head + 1) % 64
-	if h.n < 64 {
-		h.n++
-	}
-}
-
-// at interpolates the counts at t (clamped to the ring's span).
-func (h *ownHistory) at(t int64) (off, pas float64) {
-	if h.n == 0 {
-		return 0, 0
-	}
-	newest := (h.head + 63) % 64
-	if t >= h.t[newest] {
-		return h.off[newest], h.pas[newest]
-	}
-	for k := 1; k < h.n; k++ {
-		i := (h.head + 63 - k) % 64
-		if h.t[i] <= t {
-			j := (i + 1) % 64
-			f := float64(t-h.t[i]) / float64(h.t[j]-h.t[i])
-			return h.off[i] + f*(h.off[j]-h.off[i]), h.pas[i] + f*(h.pas[j]-h.pas[i])
-		}
-	}
-	oldest := (h.head + 64 - h.n) % 64
-	return h.off[oldest], h.pas[oldest]
-}
-
-func (h *ownHistory) oldest() int64 { return h.t[(h.head+64-h.n)%64] }

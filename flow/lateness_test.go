@@ -35,16 +35,18 @@ func (x *slowExchange) advance(now time.Time) {
 	}
 }
 
-// cluster is n nodes of one budget at 100 events/s each, started together,
-// publishing every second through x.
+// cluster is n nodes of one budget (at 100 events/s each unless events is
+// changed), started together, publishing every second through x.
 type cluster struct {
 	trees  []*Tree
 	lanes  []*Lane
 	passed []int
+	dead   []bool // a dead node neither publishes nor decides
+	events int    // per node per 100 ms step (default 10)
 }
 
 func newCluster(t *testing.T, b Budget, n int) *cluster {
-	c := &cluster{passed: make([]int, n)}
+	c := &cluster{passed: make([]int, n), dead: make([]bool, n), events: 10}
 	for i := range n {
 		tr := mustTree(t, []Budget{b}, PriorShare(1/float64(n)))
 		c.trees = append(c.trees, tr)
@@ -60,13 +62,16 @@ func (c *cluster) run(x *slowExchange, from, to time.Duration) int {
 	for now := from; now < to; now += 100 * time.Millisecond {
 		x.advance(at(now))
 		for i, tr := range c.trees {
+			if c.dead[i] {
+				continue
+			}
 			if (now/(100*time.Millisecond))%10 == time.Duration(i%10) {
 				x.publish(at(now), tr.Reports(at(now), nil))
 				tr.Sync(at(now), &x.shown)
 			} else {
 				tr.Tune(at(now))
 			}
-			k := offer(c.lanes[i], at(now), 100*time.Millisecond, 10, 0)
+			k := offer(c.lanes[i], at(now), 100*time.Millisecond, c.events, 0)
 			c.passed[i] += k
 			total += k
 		}

@@ -22,6 +22,7 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	g := c.progress(t, &e, synced)
 	q := c.wanted(t, &e, g, prm)
 	c.working(t, &e, g, q, prm)
+	c.guard(t, &e, g, q, prm)
 	c.params.Store(prm)
 	c.record(t, &e, g, prm, synced)
 }
@@ -64,7 +65,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	tt := t + 2*g.lead
 	var q float64 // wanted cluster pass rate, per second
 	switch {
-	case g.achieved >= T:
+	case g.achieved+g.conv*e.reserve >= T:
 		prm.exhausted = true
 	case tt < endEff:
 		// The horizon shrinks towards the end, but never below one tune

@@ -47,9 +47,51 @@ func all(cs ...func(figures) error) func(figures, float64) error {
 	}
 }
 
+// neverOver: no row of the timeline above the target.
+func neverOver(f figures) error {
+	if f.over > 0 {
+		return fmt.Errorf("%+.3f%% over the target at some point", 100*f.over)
+	}
+	return nil
+}
+
+// eventsOrShare: max deviation ≤ max(share of the target, n events).
+func eventsOrShare(share, n float64) func(figures, float64) error {
+	return func(f figures, target float64) error {
+		if err := neverOver(f); err != nil {
+			return err
+		}
+		if bound := max(share*target, n); f.devEvents > bound {
+			return fmt.Errorf("max deviation %.1f events, want ≤ %.1f", f.devEvents, bound)
+		}
+		return nil
+	}
+}
+
+func behindAtMost(d, recover float64) func(figures) error {
+	return func(f figures) error {
+		if f.behind > d || f.recover > recover {
+			return fmt.Errorf("%.3f%% behind the ideal, more than 1%% behind for %.0f s; want ≤ %.1f%% and ≤ %.0f s", 100*f.behind, f.recover, 100*d, recover)
+		}
+		return nil
+	}
+}
+
 var stressRows = []stressRow{
 	{file: "noisy-32.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
+	}},
+	{file: "tiny.yaml", bars: map[string]func(figures, float64) error{
+		"sixty":       eventsOrShare(0.02, 2),
+		"six-hundred": eventsOrShare(0.02, 2),
+	}},
+	// Two broker restarts stall every partition for 6 s each in a 30 s
+	// window: the budget cannot be met, and must not be overspent.
+	{file: "broker-restart.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.02, 0.005)),
+	}},
+	{file: "crash-three.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.005, 0.001), behindAtMost(0.03, 10)),
 	}},
 }
 
