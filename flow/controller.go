@@ -72,6 +72,9 @@ type Controller struct {
 	// this.
 	lateness int64
 	single   bool // the last tune found one node at a time to pass (guard.go)
+	// peerErr is the mean error of what a peer was estimated to have
+	// passed between two of its reports, as the second one showed.
+	peerErr float64
 
 	// smoothed quantities of seed 000
 	steady     float64 // smoothed cluster rate of scored budgets
@@ -341,6 +344,16 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 		return 0, false // not newer than what we have
 	default:
 		interval, ok = at-p.at, true
+		if p.rateKnown && r.Period == p.rep.Period {
+			// How far off the estimate of what it passed was (a burst,
+			// such as a backlog read at once, counts as three times the
+			// usual error at most).
+			d := math.Abs(float64(r.Total.Passed-p.rep.Total.Passed) - c.peerPasses(p, p.at, at))
+			if c.peerErr > 0 {
+				d = min(d, 3*c.peerErr)
+			}
+			c.peerErr += (d - c.peerErr) / 16
+		}
 		if at-p.at >= int64(c.cfg.tune)/2 {
 			p.rates(r, p.rep.Total, float64(at-p.at)/1e9)
 		}

@@ -1,5 +1,7 @@
 package flow
 
+import "math"
+
 // estimate is the controller's picture of the cluster at one instant.
 type estimate struct {
 	period          int64
@@ -12,8 +14,9 @@ type estimate struct {
 	ownRate         float64
 	peersKnown      bool
 	// reserve: what the peers that went stale may have passed since their
-	// last reports, unseen (not in passed)
-	reserve float64
+	// last reports, unseen (not in passed); margin: the error of what the
+	// fresh ones are estimated to have passed (extrapolated)
+	reserve, margin, extrapolated float64
 }
 
 func (c *Controller) estimate(t int64) estimate {
@@ -30,6 +33,10 @@ func (c *Controller) estimate(t int64) estimate {
 	// when no peer is heard at all (the exchange is down), the unknown
 	// sources are assumed to carry the average of the known ones, counting
 	// this node as holding its share of the cluster.
+	// What the peers passed since their reports is estimated, with the
+	// error their next reports show: the hard stop reserves twice that
+	// (the errors of n peers adding up as sqrt(n)).
+	e.margin = 2 * c.peerErr * math.Sqrt(e.extrapolated)
 	e.peersKnown = known > 0
 	e.rate = knownRate
 	own := 1.0 / c.share
@@ -151,17 +158,23 @@ func (c *Controller) extrapolate(p *peer, t, from int64, e *estimate) {
 	e.offered += p.offRate * dt
 	e.rewards += p.rewRate * dt
 	e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
-	passes := p.passRate * dt
-	// Peers run the same controller: their pass fraction since the
-	// report follows ours. Reports older than our history (a long outage
-	// of the exchange) pass at their reported rate up to its start, then
-	// at our fraction.
-	// When one node at a time passes, each peer passes as it did.
+	passes := c.peerPasses(p, from, t)
+	e.passed += passes
+	e.totalPassed += passes * float64(t-p.at) / float64(t-from)
+	e.extrapolated++
+}
+
+// peerPasses estimates what peer source p passed between from and t.
+// Peers run the same controller: their pass fraction since the report
+// follows ours. Reports older than our history (a long outage of the
+// exchange) pass at their reported rate up to its start, then at our
+// fraction. When one node at a time passes, each peer passes as it did.
+func (c *Controller) peerPasses(p *peer, from, t int64) float64 {
+	passes := p.passRate * float64(t-from) / 1e9
 	if f0 := max(from, c.hist.oldest()); f0 < t && !c.single {
 		if f, ok := c.hist.fraction(f0, t); ok {
 			passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*f
 		}
 	}
-	e.passed += passes
-	e.totalPassed += passes * float64(t-p.at) / float64(t-from)
+	return passes
 }

@@ -9,10 +9,12 @@ import (
 // estimates; three guards keep those estimates' errors from spending more
 // than the target:
 //
-//   - the hard stop: a budget is exhausted once what is achieved, plus what
-//     peers that went stale may have passed since their last report (their
-//     pass rate over a sync interval: a peer gone quiet published at least
-//     that often before), reaches the target;
+//   - the hard stop: a budget is exhausted once what is achieved, counting
+//     what peers that went stale may have passed since their last report
+//     (their pass rate over a sync interval: a peer gone quiet published
+//     at least that often before), plus a margin for the error of what the
+//     fresh peers are estimated to have passed since theirs (twice the
+//     error their next reports have shown), reaches the target;
 //   - the node's allowance: a node's lanes pass at most twice its part of
 //     the wanted cluster pass rate (plus a sync interval's worth), so that
 //     a burst (a backlog read at once after a rebalance or a broker
@@ -66,7 +68,10 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	// The node's traffic as measured, or as its share of the cluster's
 	// while its lanes have just opened.
 	own := max(e.ownRate, c.share*e.rate)
-	left := (c.b.Target - g.achieved - g.conv*e.reserve) / g.conv
+	// What may still be passed, in passes. Once one node at a time
+	// passes, the others' passes since their reports are taken at their
+	// reported rates (an upper bound: they stopped), with no margin.
+	left := (c.b.Target - g.achieved) / g.conv
 	c.single = left < 1/c.share || c.sparse(t, e)
 	if c.single {
 		if !c.leads(t) {

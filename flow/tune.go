@@ -30,7 +30,7 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 // progress reads the achieved amount at t; for reward budgets it also
 // feeds and fits the conversion model.
 func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
-	g := progress{achieved: e.passed, conv: 1}
+	g := progress{achieved: e.passed + e.reserve, conv: 1}
 	if c.conv == nil {
 		return g
 	}
@@ -49,7 +49,7 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 	if g.lead == 0 || inflight < 0 {
 		inflight = 0
 	}
-	g.achieved = e.rewards + g.conv*inflight
+	g.achieved = e.rewards + g.conv*(inflight+e.reserve)
 	return g
 }
 
@@ -64,8 +64,15 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// still in flight (and uncertain) when the window closes.
 	tt := t + 2*g.lead
 	var q float64 // wanted cluster pass rate, per second
+	// The hard stop: the target, less the margin of error of the peers'
+	// passes estimated since their reports (none once one node at a time
+	// passes; see guard.go). Stale peers are counted in achieved.
+	margin := e.margin
+	if c.single {
+		margin = 0
+	}
 	switch {
-	case g.achieved+g.conv*e.reserve >= T:
+	case g.achieved+g.conv*margin >= T:
 		prm.exhausted = true
 	case tt < endEff:
 		// The horizon shrinks towards the end, but never below one tune
