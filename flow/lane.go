@@ -261,11 +261,12 @@ func (l *Lane) counts(idx int64) (total, in Counters, lp int64) {
 	return total, in, lp
 }
 
-// report builds the lane's report at t.
+// report builds the lane's report at t; the caller holds the
+// controller's mutex.
 func (l *Lane) report(t int64) Report {
 	lp := l.period.Load()
 	total, in, _ := l.counts(lp)
-	return Report{
+	r := Report{
 		Budget:   l.c.name,
 		Source:   l.source,
 		At:       time.Unix(0, t),
@@ -275,4 +276,9 @@ func (l *Lane) report(t int64) Report {
 		InPeriod: in,
 		Cut:      l.c.params.Load().cut,
 	}
+	if m := l.c.conv; m != nil && m.ratio > 0 {
+		// under the controller's mutex, as every caller holds it
+		r.Conversion, r.RewardDelay = m.ratio, time.Duration(m.delay)
+	}
+	return r
 }

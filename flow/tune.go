@@ -41,9 +41,7 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 		c.conv.add(t, e.totalPassed, e.totalRewards)
 		c.conv.fit(int64(c.cfg.maxDelay))
 	}
-	if c.conv.ratio > 0 {
-		g.conv, g.lead = c.conv.ratio, c.conv.delay
-	}
+	g.conv, g.lead = c.converts(t)
 	// Rewards still to come from passes made within the delay.
 	inflight := e.totalPassed - c.conv.passedAt(t-g.lead)
 	if g.lead == 0 || inflight < 0 {
@@ -58,11 +56,17 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float64 {
 	T := c.b.Target
 	endEff := e.end - c.sched.reserve
-	// Passes lead the curve they are judged on by the reward delay. Reward
-	// budgets lead by twice the delay: they aim to be done one delay early,
-	// then top up from the rewards actually seen, so that few rewards are
-	// still in flight (and uncertain) when the window closes.
-	tt := t + 2*g.lead
+	// Passes lead the curve they are judged on by the reward delay. Over
+	// the last four delays, reward budgets lead by a little more, to be
+	// done a little early (a delay at most, and no more than 1.5% of the
+	// window ahead of the ideal), then top up from the rewards actually
+	// seen, so that fewer rewards are still in flight (and uncertain) when
+	// the window closes.
+	tt := t + g.lead
+	if early := min(g.lead, (endEff-e.start)*3/200); early > 0 {
+		ramp := float64(t-(endEff-4*g.lead-early)) / float64(3*g.lead)
+		tt += int64(float64(early) * max(0, min(1, ramp)))
+	}
 	var q float64 // wanted cluster pass rate, per second
 	// The hard stop: the target, less the margin of error of the peers'
 	// passes estimated since their reports (none once one node at a time

@@ -132,6 +132,16 @@ type Budget struct {
 	Score   string      `yaml:"score"` // uniform | normal | exponential
 	Drift   []Drift     `yaml:"drift"` // changes of the score distribution
 	Parent  string      `yaml:"parent"`
+	// Prior is what the budget's definition tells flow of its rewards
+	// before any is seen (reward budgets, optional): flow.Budget's
+	// Conversion and RewardDelay.
+	Prior *Prior `yaml:"prior"`
+}
+
+// Prior is a reward budget's prior conversion ratio and reward delay.
+type Prior struct {
+	Conversion float64  `yaml:"conversion"`
+	Delay      Duration `yaml:"delay"`
 }
 
 // Drift changes a budget's scores from At on: score × Scale + Shift.

@@ -129,6 +129,9 @@ func (w *world) budgets() {
 		fb := flow.Budget{Name: spec.Name, Target: spec.Target, Reserve: spec.Reserve.D(),
 			Rewards: spec.Reward != nil, Scored: spec.Score != "", Parent: spec.Parent,
 			Begin: time.Unix(0, b.begin)}
+		if p := spec.Prior; p != nil {
+			fb.Conversion, fb.RewardDelay = p.Conversion, p.Delay.D()
+		}
 		if spec.Period > 0 {
 			fb.Period = spec.Period.D()
 			b.length = int64(spec.Period)

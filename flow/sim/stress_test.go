@@ -90,11 +90,20 @@ var stressRows = []stressRow{
 	{file: "broker-restart.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.02, 0.005)),
 	}},
+	// Reward budgets whose definitions guess the conversion and delay
+	// within a factor of 1.5: judged once three delays have passed.
+	{file: "reward-slow.yaml", from: map[string]float64{"clicks": 45}, bars: map[string]func(figures, float64) error{
+		"clicks": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
+	}},
+	{file: "reward-dying.yaml", from: map[string]float64{"conversions": 24}, bars: map[string]func(figures, float64) error{
+		"conversions": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
+	}},
 	// A pass budget ends at most 0.1% over its target whatever crashes.
 	{file: "crash-nested.yaml", bars: map[string]func(figures, float64) error{
 		"account": all(finalWithin(-0.005, 0.001)),
 		"camp-a":  all(finalWithin(-1, 0.001)),
 		"camp-b":  all(finalWithin(-1, 0.001)),
+		"clicks":  all(finalWithin(-1, 0.005)),
 	}},
 	{file: "crash-three.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.005, 0.001), behindAtMost(0.03, 10)),

@@ -195,6 +195,16 @@ func (s *Scenario) validateBudget(i int, budgets map[string]int) error {
 }
 
 func validateReward(f string, b Budget) error {
+	if p := b.Prior; p != nil {
+		switch {
+		case b.Reward == nil:
+			return bad(f+".prior", "only a reward budget has a prior")
+		case !(p.Conversion >= 0) || !finite(p.Conversion):
+			return bad(f+".prior.conversion", "must be a finite number ≥ 0")
+		case p.Delay < 0:
+			return bad(f+".prior.delay", "must not be negative")
+		}
+	}
 	r := b.Reward
 	if r == nil {
 		return nil
