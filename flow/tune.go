@@ -144,7 +144,11 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 	}
 	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
 	if c.sk != nil {
-		c.sk.decay(math.Exp2(-float64(c.cfg.tune) / float64(c.cfg.scoreMemory)))
+		f := math.Exp2(-float64(c.cfg.tune) / float64(c.cfg.scoreMemory))
+		if c.scoresMoved(t) {
+			f = 0.25
+		}
+		c.sk.decay(f)
 		prm.cut = c.consensusCut(c.sk.upper(prm.p), t, e.period)
 		prm.nextCut = c.sk.upper(prm.nextP)
 	}
@@ -202,6 +206,18 @@ func (c *Controller) coldRate() (rate, burst float64) {
 	span := float64(c.sched.length-c.sched.reserve) / 1e9
 	rate = c.sched.target / span * c.share / float64(max(1, len(c.laneList)))
 	return rate, max(1, 2*rate*c.cfg.tune.Seconds())
+}
+
+// scoresMoved reports whether the scores have drifted away from the
+// sketch's: over the last sync interval the node passed a fraction of its
+// events that differs from the one its cuts were meant to pass by more
+// than four standard deviations of the count. The sketch then forgets its
+// past faster, and is soon made of the scores as they are now.
+func (c *Controller) scoresMoved(t int64) bool {
+	from := max(t-int64(c.cfg.sync), c.hist.oldest())
+	a, b := c.hist.at(from), c.hist.at(t)
+	exp, pas := b.exp-a.exp, b.pas-a.pas
+	return exp >= 20 && math.Abs(pas-exp) > 4*math.Sqrt(exp)
 }
 
 // consensusCut averages this node's cut with the cuts its fresh peers

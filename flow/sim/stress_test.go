@@ -47,6 +47,15 @@ func all(cs ...func(figures) error) func(figures, float64) error {
 	}
 }
 
+func precisionAtLeast(p float64) func(figures) error {
+	return func(f figures) error {
+		if !(f.precision >= p) {
+			return fmt.Errorf("score precision %.4f, want ≥ %.2f", f.precision, p)
+		}
+		return nil
+	}
+}
+
 // neverOver: no row of the timeline above the target.
 func neverOver(f figures) error {
 	if f.over > 0 {
@@ -78,6 +87,11 @@ func behindAtMost(d, recover float64) func(figures) error {
 }
 
 var stressRows = []stressRow{
+	// Over 30 min, the crowd brings 2.5% of the window's traffic: pacing
+	// along the ideal curve caps the precision near 1/1.025.
+	{file: "flash-crowd.yaml", bars: map[string]func(figures, float64) error{
+		"normal": all(finalWithin(-0.005, 0.005), devAtMost(0.03), precisionAtLeast(0.97)),
+	}},
 	{file: "noisy-32.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
 	}},
@@ -115,7 +129,7 @@ func TestStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ten seeds of each situation")
 	}
-	for _, row := range stressRows {
+	for _, row := range append(stressRows, situationRows...) {
 		t.Run(row.file, func(t *testing.T) {
 			figs := sweep(t, row.file, seedsFrom(100, 10), row.from)
 			for name, bar := range row.bars {
@@ -157,4 +171,25 @@ func logSummary(t *testing.T, name string, fs []figures) {
 	}
 	rm, rw := summary(fs, func(f figures) float64 { return f.recover }, false)
 	t.Logf("%s: longest span more than 1%% behind %.1f s / %.1f s", name, rm, rw)
+}
+
+// One scenario per situation the simulator expresses, beyond the issue's
+// rows. Their bars are where the controller is today: drifting scores and
+// long-tailed reward delays are its weak spots (see docs/pacing.md).
+var situationRows = []stressRow{
+	{file: "churn.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
+	}},
+	{file: "outage.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.035)),
+	}},
+	{file: "drift.yaml", bars: map[string]func(figures, float64) error{
+		"normal": all(finalWithin(-0.005, 0.005), devAtMost(0.1)),
+	}},
+	{file: "reward-expo.yaml", from: map[string]float64{"clicks": 12}, bars: map[string]func(figures, float64) error{
+		"clicks": all(finalWithin(-0.02, 0.05), devAtMost(0.1)),
+	}},
+	{file: "reward-tail.yaml", from: map[string]float64{"clicks": 12}, bars: map[string]func(figures, float64) error{
+		"clicks": all(finalWithin(-0.02, 0.05), devAtMost(0.1)),
+	}},
 }
