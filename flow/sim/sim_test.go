@@ -210,6 +210,7 @@ func TestBadScenario(t *testing.T) {
 		"duration: 10s\nnodes: [{name: a, rate: 10, stop: 2s, crash: 3s}]\nbudgets: [{name: b, target: 1, end: 1s}]":                            "nodes[0].crash",
 		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, reward: {probability: 0.1, distribution: zipf}}]": "budgets[0].reward.distribution",
 		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, score: normal, drift: [{at: 2s}, {at: 1s}]}]":     "budgets[0].drift[1]",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, prior: {conversion: 0.1}}]":                       "budgets[0].prior",
 	}
 	for in, want := range cases {
 		_, err := Parse([]byte(in))
