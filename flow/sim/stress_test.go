@@ -126,8 +126,8 @@ var stressRows = []stressRow{
 
 // The situations of the issue, each over ten seeds.
 func TestStress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("ten seeds of each situation")
+	if testing.Short() || raceEnabled {
+		t.Skip("ten seeds of each situation (one goroutine: nothing for the race detector)")
 	}
 	for _, row := range append(stressRows, situationRows...) {
 		t.Run(row.file, func(t *testing.T) {
