@@ -345,13 +345,13 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 	default:
 		interval, ok = at-p.at, true
 		if p.rateKnown && r.Period == p.rep.Period {
-			// How far off the estimate of what it passed was (a burst,
+			// How far off the estimate of what it passed was. A burst,
 			// such as a backlog read at once, counts as three times the
-			// usual error at most).
-			d := math.Abs(float64(r.Total.Passed-p.rep.Total.Passed) - c.peerPasses(p, p.at, at))
-			if c.peerErr > 0 {
-				d = min(d, 3*c.peerErr)
-			}
+			// usual error at most (or the square root of the passes
+			// expected, a count's own noise, when that is more).
+			pred := c.peerPasses(p, p.at, at)
+			d := math.Abs(float64(r.Total.Passed-p.rep.Total.Passed) - pred)
+			d = min(d, 3*max(c.peerErr, math.Sqrt(max(pred, 0))+1))
 			c.peerErr += (d - c.peerErr) / 16
 		}
 		if at-p.at >= int64(c.cfg.tune)/2 {

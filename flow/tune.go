@@ -71,7 +71,9 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// The hard stop: the target, less the margin of error of the peers'
 	// passes estimated since their reports (none once one node at a time
 	// passes; see guard.go). Stale peers are counted in achieved.
-	margin := e.margin
+	// The margin is at most half a percent of the target: a guard against
+	// the errors of a few estimates, not a second budget.
+	margin := min(e.margin, marginShare*T/g.conv)
 	if c.single {
 		margin = 0
 	}
@@ -112,6 +114,9 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// would stretch into an overshoot.
 	return min(q, 5*T/c.span(e)/g.conv)
 }
+
+// marginShare bounds the hard stop's margin, as a share of the target.
+const marginShare = 0.005
 
 // settle is how long it takes to hear from the peers: a sync interval and
 // the exchange's lateness.
