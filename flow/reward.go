@@ -145,3 +145,57 @@ func (c *conversion) search(lo, hi, step int64) (bestK float64, bestD int64, bes
 	}
 	return bestK, bestD, bestErr
 }
+
+// priorWeight is how many rewards a prior conversion ratio and delay
+// weigh against those the fit has seen.
+const priorWeight = 20
+
+// weight is how many rewards the fit has seen.
+func (c *conversion) weight() float64 {
+	if len(c.r) == 0 {
+		return 0
+	}
+	return c.r[len(c.r)-1] - c.r[0]
+}
+
+// converts returns the conversion ratio and the reward delay to pace by
+// at t: the fit, blended with the budget's prior while it has seen few
+// rewards; before any fit, the prior, or else what fresh peers have
+// fitted; one reward per pass, at once, when nothing is known.
+func (c *Controller) converts(t int64) (conv float64, delay int64) {
+	pc, pd := c.b.Conversion, int64(c.b.RewardDelay)
+	m := c.conv
+	switch {
+	case m.ratio > 0 && pc > 0:
+		w := m.weight()
+		conv = (w*m.ratio + priorWeight*pc) / (w + priorWeight)
+		delay = int64((w*float64(m.delay) + priorWeight*float64(pd)) / (w + priorWeight))
+		return conv, delay
+	case m.ratio > 0:
+		return m.ratio, m.delay
+	case pc > 0:
+		return pc, pd
+	}
+	if pc, pd = c.peersConversion(t); pc > 0 {
+		return pc, pd
+	}
+	return 1, 0
+}
+
+// peersConversion averages the conversion ratio and delay that fresh
+// peers' nodes have fitted (zero when none has).
+func (c *Controller) peersConversion(t int64) (conv float64, delay int64) {
+	n := 0
+	var sumC, sumD float64
+	for _, p := range c.peerList {
+		if t-p.at <= c.stale() && p.rep.Conversion > 0 {
+			sumC += p.rep.Conversion
+			sumD += float64(p.rep.RewardDelay)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sumC / float64(n), int64(sumD / float64(n))
+}

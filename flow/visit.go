@@ -168,9 +168,8 @@ func (c *Controller) fillGap(prev int64) {
 	if h.n == 0 {
 		return
 	}
-	newest := (h.head + 63) % 64
-	if h.t[newest] < prev {
-		h.add(prev, h.off[newest], h.pas[newest])
+	if newest := (h.head + histLen - 1) % histLen; h.t[newest] < prev {
+		h.add(prev, 0, 0, 0) // nothing offered, passed or meant since
 	}
 }
 
