@@ -12,6 +12,7 @@ type estimate struct {
 	totalRewards    float64
 	rate            float64 // cluster offered rate, events/s
 	ownRate         float64
+	fresh           float64 // events the own lanes offered since the last tune
 	peersKnown      bool
 	// reserve: what the peers that went stale may have passed since their
 	// last reports, unseen (not in passed); margin: the error of what the
@@ -86,6 +87,7 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 		intended = prm.p * accOff
 	}
 	c.hist.add(t, accOff, accPass, intended)
+	e.fresh = accOff
 
 	// Own offered rate over the last sync interval (or what we have).
 	from := max(t-int64(c.cfg.sync), c.hist.oldest())

@@ -178,3 +178,49 @@ func TestIdleSpellDecay(t *testing.T) {
 		t.Fatalf("sketch weight %v after skipping the idle rounds, %v after visiting them", w[0], w[1])
 	}
 }
+
+// Scores that drift away from the sketch's (the node passes far more than
+// its cut meant to) are forgotten at a quarter per tune that brings new
+// scores, and at the slow rate while none come.
+func TestDriftForgets(t *testing.T) {
+	b := []Budget{{Name: "s", Target: 1e5, Begin: t0, End: at(time.Hour), Scored: true}}
+	tree := mustTree(t, b)
+	l := mustOpen(t, tree, "p0", t0).Lane("s")
+	c := tree.Controller("s")
+	old := func() float64 { // the weight of the scores from before the drift
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var w float64
+		for i := scoreBin(1); i <= scoreBin(10); i++ {
+			w += c.sk.w[i]
+		}
+		return w
+	}
+	round := func(k int, base float64, events int) {
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		tree.Tune(now)
+		for i := 0; i < events; i++ {
+			l.Decide(now.Add(time.Duration(i)*100*time.Millisecond/time.Duration(events)), base+float64(i%10))
+		}
+	}
+	for k := 0; k < 300; k++ { // 30 s of scores 1..10
+		round(k, 1, 10)
+	}
+	before := old()
+	for k := 300; k < 320; k++ { // 2 s of scores 101..110: all above the cut
+		round(k, 101, 10)
+	}
+	if w := old(); w > before/100 {
+		t.Fatalf("old scores weigh %.1f after 2 s of drift, %.1f before: not forgotten", w, before)
+	}
+	// silence: the slow decay only (ScoreMemory 5 min), by the time
+	// between the controller's visits
+	mid, from := old(), c.Snapshot().At
+	for k := 320; k < 340; k++ {
+		round(k, 0, 0)
+	}
+	d := c.Snapshot().At.Sub(from)
+	if w, want := old(), mid*math.Exp2(-d.Seconds()/300); d < time.Second || math.Abs(w/want-1) > 1e-9 {
+		t.Fatalf("old scores weigh %v after %v of silence, want %v (the slow decay)", w, d, want)
+	}
+}

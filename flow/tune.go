@@ -149,17 +149,7 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 	}
 	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
 	if c.sk != nil {
-		// By the time since the last tune: a controller whose lanes sat
-		// idle is not visited every tune interval (see Tree.Tune).
-		since := int64(c.cfg.tune)
-		if c.tuned {
-			since = max(0, t-c.tunedAt)
-		}
-		f := math.Exp2(-float64(since) / float64(c.cfg.scoreMemory))
-		if c.scoresMoved(t) {
-			f = min(f, 0.25)
-		}
-		c.sk.decay(f)
+		c.sk.decay(c.forget(t, e))
 		prm.cut = c.consensusCut(c.sk.upper(prm.p), t, e.period)
 		prm.nextCut = c.sk.upper(prm.nextP)
 	}
@@ -217,6 +207,27 @@ func (c *Controller) coldRate() (rate, burst float64) {
 	span := float64(c.sched.length-c.sched.reserve) / 1e9
 	rate = c.sched.target / span * c.share / float64(max(1, len(c.laneList)))
 	return rate, max(1, 2*rate*c.cfg.tune.Seconds())
+}
+
+// forget returns the factor the score sketch decays by at t. By the time
+// since the last tune, so that a controller whose lanes sat idle, and that
+// was not visited every tune interval (see Tree.Tune), forgets as much as
+// one visited in every round. Scores that drifted (scoresMoved) are
+// forgotten faster, down to a quarter at each tune that brought new
+// scores: it is the new scores that the sketch must soon be made of, and
+// an idle spell brings none (the rounds just after the last event would
+// otherwise judge again the interval the last busy tune judged, and
+// forget it again).
+func (c *Controller) forget(t int64, e *estimate) float64 {
+	since := int64(c.cfg.tune)
+	if c.tuned {
+		since = max(0, t-c.tunedAt)
+	}
+	f := math.Exp2(-float64(since) / float64(c.cfg.scoreMemory))
+	if e.fresh > 0 && c.scoresMoved(t) {
+		f = min(f, 0.25)
+	}
+	return f
 }
 
 // scoresMoved reports whether the scores have drifted away from the
