@@ -42,18 +42,36 @@ func TestRewardPriorPacesTheStart(t *testing.T) {
 
 // A node that starts while its peers have fitted a budget's conversion
 // takes their fit up (it is published in their reports) instead of
-// starting from one reward per pass.
+// starting from one reward per pass: at the next Sync, or at once when its
+// first lane opens if the tree reads its peers itself (Peers).
 func TestRewardFitFromPeers(t *testing.T) {
 	b := Budget{Name: "clicks", Target: 600, Begin: t0, End: at(300 * time.Second), Rewards: true}
-	tree := mustTree(t, []Budget{b}, PriorShare(0.5))
-	mustOpen(t, tree, "p0", t0)
 	var ex MemoryExchange
 	_ = ex.Publish([]Report{{Budget: "clicks", Source: "p1", At: at(10 * time.Second), Since: t0,
 		Total: Counters{Offered: 10000, Passed: 1000, Rewards: 15}, Conversion: 0.025, RewardDelay: 8 * time.Second}})
-	tree.Sync(at(10*time.Second), &ex)
-	s := tree.Controller("clicks").Snapshot()
-	if math.Abs(s.Conversion-0.025) > 1e-9 || s.RewardDelay != 8*time.Second {
-		t.Errorf("conversion %v, delay %v: want the peer's 0.025 and 8s", s.Conversion, s.RewardDelay)
+	for _, c := range []struct {
+		name string
+		opts []Option
+		sync bool
+	}{
+		{"at the next Sync", []Option{PriorShare(0.5)}, true},
+		{"at activation", []Option{PriorShare(0.5), Peers(&ex)}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := mustTree(t, []Budget{b}, c.opts...)
+			// the node's first event of the budget opens its lane, and
+			// with it the controller
+			if src := mustOpen(t, tree, "p0", t0); src.Get([]byte("clicks"), at(10*time.Second)) == nil {
+				t.Fatal("no lane for clicks")
+			}
+			if c.sync {
+				tree.Sync(at(10*time.Second), &ex)
+			}
+			s := tree.Controller("clicks").Snapshot()
+			if math.Abs(s.Conversion-0.025) > 1e-9 || s.RewardDelay != 8*time.Second {
+				t.Errorf("conversion %v, delay %v: want the peer's 0.025 and 8s", s.Conversion, s.RewardDelay)
+			}
+		})
 	}
 }
 
