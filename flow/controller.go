@@ -354,6 +354,7 @@ func (c *Controller) syncLocked(t int64, reps []Report) {
 		// down slowly.
 		late = min(late, c.lateness+int64(c.cfg.sync))
 		c.lateness = max(late, c.lateness-(c.lateness-late)/16)
+		c.tree.lateness.Store(c.lateness)
 	}
 	c.tuneLocked(t, true)
 }

@@ -56,6 +56,9 @@ func (t *Tree) round(n int64, ex Exchange, sync bool) {
 		t.alive.Store(a)
 	}
 	prev := t.lastRound
+	if t.rounds == 0 {
+		t.began.Store(n)
+	}
 	t.lastRound = max(n, prev)
 	t.rounds++
 	list := t.gather(n, sync)
