@@ -47,9 +47,11 @@ func newNode(w *world, i int, spec Node) *node {
 }
 
 // join starts the node's tree at t, knowing the group's size, as a worker
-// knows its share of the partitions when they are assigned.
+// knows its share of the partitions when they are assigned. The tree reads
+// the exchange when it creates a controller (a budget's first lane on the
+// node, after a partition moved in or came back), as a worker's does.
 func (n *node) join(w *world, t int64, members int) error {
-	tree, err := flow.NewTree(w.fbs, append(w.opts, flow.PriorShare(1/float64(members)))...)
+	tree, err := flow.NewTree(w.fbs, append(w.opts, flow.PriorShare(1/float64(members)), flow.Peers(w.ex))...)
 	if err != nil {
 		return fmt.Errorf("budgets: %w", err)
 	}
