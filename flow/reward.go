@@ -108,42 +108,63 @@ func (c *conversion) fit(maxDelay int64) {
 	}
 }
 
-// search returns the best ratio, delay and mean squared error for delays
-// from lo to hi in steps.
+// search returns the best ratio, delay and error for delays from lo to hi
+// in steps.
+//
+// For each delay, on increments, whose noise is independent from one
+// sample to the next (cumulative series carry a random walk that a fit
+// would explain away with a wrong delay): the ratio is the rewards over
+// the passes a delay earlier (the maximum likelihood of counts that are
+// Poisson), and the error Pearson's chi-square per increment, each
+// squared residual over the rewards expected (at least half the mean).
+// Plain least squares let a burst of passes not yet rewarded pull the
+// delay short: its large increments outweigh the rest, and the rewards
+// that such a delay should already have brought, but did not, cost
+// little.
 func (c *conversion) search(lo, hi, step int64) (bestK float64, bestD int64, bestErr float64) {
-	n := len(c.t)
 	bestErr = math.Inf(1)
 	for d := lo; d <= hi; d += step {
-		// On increments, whose noise is independent from one sample to
-		// the next (cumulative series carry a random walk that the fit
-		// would explain away with a wrong delay).
-		var sxy, sxx, syy float64
-		used := 0
-		cur := cursor{c: c}
-		prevX, prevOK := cur.at(c.t[0] - d)
-		for i := 1; i < n; i++ {
-			x, ok := cur.at(c.t[i] - d)
-			if !ok || !prevOK {
-				prevX, prevOK = x, ok
-				continue
-			}
-			dx, dy := x-prevX, c.r[i]-c.r[i-1]
-			prevX = x
-			sxy += dx * dy
-			sxx += dx * dx
-			syy += dy * dy
-			used++
-		}
-		if sxx == 0 || used < 3 {
+		sx, sy, used := c.sums(d)
+		if !(sx > 0) || sy <= 0 || used < 3 {
 			continue
 		}
-		// least squares through the origin: k = Σxy/Σxx, SSE = Σyy − k·Σxy
-		k := sxy / sxx
-		if e := (syy - k*sxy) / float64(used); e < bestErr {
+		k := sy / sx
+		floor := k * sx / float64(used) / 2
+		var chi float64
+		c.increments(d, func(dx, dy float64) {
+			r := dy - k*dx
+			chi += r * r / max(k*dx, floor)
+		})
+		if e := chi / float64(used); e < bestErr {
 			bestErr, bestK, bestD = e, k, d
 		}
 	}
 	return bestK, bestD, bestErr
+}
+
+// sums returns the sums of the increments of passes a delay d earlier and
+// of rewards, and how many increments there are.
+func (c *conversion) sums(d int64) (sx, sy float64, used int) {
+	c.increments(d, func(dx, dy float64) {
+		sx += dx
+		sy += dy
+		used++
+	})
+	return sx, sy, used
+}
+
+// increments calls f with each increment of the passes a delay d earlier
+// and the matching increment of the rewards, where both are known.
+func (c *conversion) increments(d int64, f func(dx, dy float64)) {
+	cur := cursor{c: c}
+	prevX, prevOK := cur.at(c.t[0] - d)
+	for i := 1; i < len(c.t); i++ {
+		x, ok := cur.at(c.t[i] - d)
+		if ok && prevOK {
+			f(x-prevX, c.r[i]-c.r[i-1])
+		}
+		prevX, prevOK = x, ok
+	}
 }
 
 // priorWeight is how many rewards a prior conversion ratio and delay
