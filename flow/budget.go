@@ -29,7 +29,8 @@ type Budget struct {
 	// start, before rewards tell; the conversion ratio and delay fitted on
 	// the rewards seen take over as they come (the prior weighs as much as
 	// 20 rewards). Without them a node starts from what its peers have
-	// fitted, and without that from one reward per pass.
+	// fitted, and without that from an uninformed ratio: the middle, on a
+	// log scale, of the ratios at which the target can be met at all.
 	Conversion  float64
 	RewardDelay time.Duration
 	// Scored turns on score-tiered selection: the highest scores pass first.

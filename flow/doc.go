@@ -47,11 +47,15 @@
 //
 // Reward budgets count rewards (Lane.Reward) instead of passes. Their
 // controller fits the conversion ratio and the reward delay on the
-// cluster's passes and rewards (least squares on R(t) ≈ c·P(t−d)), counts
-// the rewards still to come from passes within the delay, and leads the
-// ideal curve by the delay. An optional prior (Budget.Conversion,
-// Budget.RewardDelay) paces the start and is blended with the fit; a node
-// without one takes up its peers' fits (Report.Conversion, RewardDelay).
+// cluster's passes and rewards (R(t) ≈ c·P(t−d), on increments weighed as
+// Poisson counts), counts the rewards still to come from passes within
+// the delay, and leads the ideal curve by the delay. An optional prior
+// (Budget.Conversion, Budget.RewardDelay) paces the start and is blended
+// with the fit; a node without one takes up its peers' fits
+// (Report.Conversion, RewardDelay); with neither, passes follow the ideal
+// curve scaled by an uninformed ratio (the log-scale middle of the ratios
+// at which the target can be met), every pass not yet accounted for by a
+// reward counting as in flight, until the first rewards are fitted.
 //
 // Period budgets ("n per minute") re-target at each period; lanes roll
 // their counters at the boundary without waiting for the controller. Delay

@@ -181,26 +181,47 @@ func (c *conversion) weight() float64 {
 
 // converts returns the conversion ratio and the reward delay to pace by
 // at t: the fit, blended with the budget's prior while it has seen few
-// rewards; before any fit, the prior, or else what fresh peers have
-// fitted; one reward per pass, at once, when nothing is known.
-func (c *Controller) converts(t int64) (conv float64, delay int64) {
+// rewards (or, without a prior, with the uninformed ratio, see blind,
+// weighing as much as the rewards a fit needs); before any fit, the prior,
+// or else what fresh peers have fitted; 0, 0 when nothing is known.
+func (c *Controller) converts(t int64, e *estimate) (conv float64, delay int64) {
 	pc, pd := c.b.Conversion, int64(c.b.RewardDelay)
 	m := c.conv
 	switch {
 	case m.ratio > 0 && pc > 0:
-		w := m.weight()
-		conv = (w*m.ratio + priorWeight*pc) / (w + priorWeight)
-		delay = int64((w*float64(m.delay) + priorWeight*float64(pd)) / (w + priorWeight))
-		return conv, delay
+		return m.blend(pc, pd, priorWeight)
 	case m.ratio > 0:
-		return m.ratio, m.delay
+		return m.blend(c.blind(t, e), m.delay, minRewardsToFit)
 	case pc > 0:
 		return pc, pd
 	}
-	if pc, pd = c.peersConversion(t); pc > 0 {
-		return pc, pd
+	return c.peersConversion(t)
+}
+
+// blend returns the fit's ratio and delay averaged with conv and delay
+// weighing as much as w rewards.
+func (m *conversion) blend(conv float64, delay int64, w float64) (float64, int64) {
+	n := m.weight()
+	return (n*m.ratio + w*conv) / (n + w), int64((n*float64(m.delay) + w*float64(delay)) / (n + w))
+}
+
+// blind returns the conversion ratio a reward budget paces by while
+// nothing tells it (no fit, no prior, no peer's fit), uninformed: of the
+// ratios at which the budget can be met at all, from the one at which the
+// cluster's whole traffic over the period brings the target (cmin) to one
+// reward per pass, the middle on a log scale, sqrt(cmin), as no scale is
+// more likely than another. Passes made more than MaxRewardDelay ago have
+// had time to convert: it is lowered to what they show, (rewards+1) /
+// those passes, when that is less.
+func (c *Controller) blind(t int64, e *estimate) float64 {
+	conv := 1.0
+	if offered := e.rate * c.span(e); offered > c.b.Target {
+		conv = math.Sqrt(c.b.Target / offered)
 	}
-	return 1, 0
+	if old := c.conv.passedAt(t - int64(c.cfg.maxDelay)); old >= 1 {
+		conv = min(conv, (e.totalRewards+1)/old)
+	}
+	return conv
 }
 
 // peersConversion averages the conversion ratio and delay that fresh

@@ -41,7 +41,15 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 		c.conv.add(t, e.totalPassed, e.totalRewards)
 		c.conv.fit(int64(c.cfg.maxDelay))
 	}
-	g.conv, g.lead = c.converts(t)
+	if g.conv, g.lead = c.converts(t, e); g.conv == 0 {
+		// Nothing known: every pass not yet accounted for by the rewards
+		// seen is taken to be in flight, at the uninformed ratio, so that
+		// passes follow the ideal curve scaled by it until a fit (or a
+		// peer's) tells the ratio and the delay.
+		g.conv = c.blind(t, e)
+		g.achieved = max(e.rewards, g.conv*e.passed) + g.conv*e.reserve
+		return g
+	}
 	// Rewards still to come from passes made within the delay.
 	inflight := e.totalPassed - c.conv.passedAt(t-g.lead)
 	if g.lead == 0 || inflight < 0 {
