@@ -136,11 +136,6 @@ func TestValidateProblems(t *testing.T) {
 		{"reserve on a period", func(c *Config) { c.Budgets[0].Reserve = time.Second }, []want{{"budgets[0].reserve", "period budgets"}}},
 		{"reserve as long as the window", func(c *Config) { c.Budgets[1].Reserve = time.Hour }, []want{{"budgets[1].reserve", "shorter than the window"}}},
 		{"negative reserve", func(c *Config) { c.Budgets[1].Reserve = -time.Second }, []want{{"budgets[1].reserve", "at least 0"}}},
-		{"negative conversion", func(c *Config) { c.Budgets[2].Conversion = -0.1 }, []want{{"budgets[2].conversion", "≥ 0"}}},
-		{"NaN conversion", func(c *Config) { c.Budgets[2].Conversion = math.NaN() }, []want{{"budgets[2].conversion", "finite"}}},
-		{"negative reward delay", func(c *Config) { c.Budgets[2].RewardDelay = -time.Second }, []want{{"budgets[2].reward_delay", "at least 0"}}},
-		{"prior on a passes budget", func(c *Config) { c.Budgets[1].Conversion, c.Budgets[1].RewardDelay = 0.1, time.Second },
-			[]want{{"budgets[1].conversion", "rewards budgets only"}, {"budgets[1].reward_delay", "rewards budgets only"}}},
 		{"missing parent", func(c *Config) { c.Budgets[1].Parent = "nobody" }, []want{{"budgets[1].parent", `no budget is named "nobody"`}}},
 		{"own parent", func(c *Config) { c.Budgets[1].Parent = "campaign-a" }, []want{{"budgets[1].parent", "own parent"}}},
 		{"parent cycle", func(c *Config) { c.Budgets[0].Parent = "campaign-b" },
@@ -163,6 +158,28 @@ func TestValidateProblems(t *testing.T) {
 			c := example(t)
 			tc.change(c)
 			checkProblems(t, c.Validate(), tc.want...)
+		})
+	}
+}
+
+// A rewards budget's prior: a conversion and a delay of at least 0, on
+// rewards budgets only.
+func TestValidateRewardPrior(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(c *Config)
+		want   []want
+	}{
+		"negative conversion":   {func(c *Config) { c.Budgets[2].Conversion = -0.1 }, []want{{"budgets[2].conversion", "≥ 0"}}},
+		"NaN conversion":        {func(c *Config) { c.Budgets[2].Conversion = math.NaN() }, []want{{"budgets[2].conversion", "finite"}}},
+		"negative reward delay": {func(c *Config) { c.Budgets[2].RewardDelay = -time.Second }, []want{{"budgets[2].reward_delay", "at least 0"}}},
+		"prior on a passes budget": {func(c *Config) { c.Budgets[1].Conversion, c.Budgets[1].RewardDelay = 0.1, time.Second },
+			[]want{{"budgets[1].conversion", "rewards budgets only"}, {"budgets[1].reward_delay", "rewards budgets only"}}},
+		"no prior": {func(c *Config) { c.Budgets[2].Conversion, c.Budgets[2].RewardDelay = 0, 0 }, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := example(t)
+			c.change(cfg)
+			checkProblems(t, cfg.Validate(), c.want...)
 		})
 	}
 }
