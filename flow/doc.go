@@ -76,22 +76,36 @@
 // interval, are made by one node at a time: the one owning the first
 // source by name.
 //
+// # Cost follows activity
+//
+// A Tree holds every budget's definition, cheaply; a budget gets a
+// controller on a node when a source of the node opens its first lane
+// (lanes open on a budget's first event on a source, restored from the
+// committed counters through Open's restore), and loses it DropAfter after
+// its last lane closed (Source.Release closes lanes idle for a while). A
+// controller created late starts from what its node knows: it reads its
+// peers at once (Peers), knows the node offered nothing for the budget
+// before it, and takes the exchange's lateness the node's other
+// controllers learnt. Tune and Sync visit only the controllers with
+// traffic since their last visit, or due (IdleRetune, a period's end);
+// sources list the lanes whose counters changed (Source.Changed) for
+// publication.
+//
 // # Changing budgets while running
 //
-// Tree.Update replaces the set of budgets of a live tree, validated as a
-// whole like NewTree (nothing changes on an error). A budget that keeps its
-// name keeps its controller: counters, peers' reports and measured rates
-// stay, and the new definition applies from the next decision, paced from
-// what was already achieved (counts of the current period carry over when
-// the period itself changes). A new budget gets a controller whose lanes
-// open on every source; a deleted one stops; a budget that is still some
-// budget's parent cannot be deleted.
+// Tree.Apply changes some budgets, Tree.Update replaces the whole set
+// (validated as a whole like NewTree: nothing changes on an error). A
+// budget that keeps its name keeps its controller: counters, peers'
+// reports and measured rates stay, and the new definition applies from the
+// next decision, paced from what was already achieved (counts of the
+// current period carry over when the period itself changes). A new
+// budget's lanes open on its first event; a deleted one stops; a budget
+// that is still some budget's parent cannot be deleted.
 //
-// Lanes belong to their source's goroutine, so Update never touches them:
-// the tree's budgets are a versioned, immutable table swapped atomically,
-// and each source's goroutine calls Source.Refresh between decisions (one
-// atomic load when nothing changed), which opens, closes and adapts its own
-// lanes.
+// Lanes belong to their source's goroutine, so Apply never touches them:
+// the definitions are versioned, and each source's goroutine calls
+// Source.Refresh between decisions (one atomic load when nothing changed),
+// which closes and adapts its own lanes.
 //
 // # Caps and limits
 //
