@@ -48,16 +48,18 @@ func ControlTopic(group string) string { return group + ".changes" }
 // Flow converts the budget to a flow budget.
 func (b Budget) Flow() flow.Budget {
 	return flow.Budget{
-		Name:    b.Name,
-		Target:  b.Target,
-		Begin:   b.Begin,
-		End:     b.End,
-		Reserve: b.Reserve,
-		Period:  b.Period,
-		Rewards: b.Kind == KindRewards,
-		Scored:  b.Scored,
-		Parent:  b.Parent,
-		Delay:   b.Action == ActionDelay,
+		Name:        b.Name,
+		Target:      b.Target,
+		Begin:       b.Begin,
+		End:         b.End,
+		Reserve:     b.Reserve,
+		Period:      b.Period,
+		Rewards:     b.Kind == KindRewards,
+		Conversion:  b.Conversion,
+		RewardDelay: b.RewardDelay,
+		Scored:      b.Scored,
+		Parent:      b.Parent,
+		Delay:       b.Action == ActionDelay,
 	}
 }
 

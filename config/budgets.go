@@ -32,7 +32,8 @@ func (c *Config) FlowBudgets() ([]flow.Budget, error) {
 // begin and end, or period, not both; begin before end; reserve at least 0
 // and shorter than the window, and only on windows; period positive;
 // parents that exist and form no cycle; a score source for scored budgets;
-// reward topics for reward budgets.
+// reward topics for reward budgets; a prior (conversion, reward_delay) at
+// least 0, on reward budgets only.
 func (v *checker) budgets(c *Config) {
 	if len(c.Budgets) == 0 {
 		v.add("budgets", "must list at least one budget (here or in budgets_file)")
@@ -69,6 +70,7 @@ func (v *checker) budgets(c *Config) {
 		default:
 			v.add(p+".kind", fmt.Sprintf("must be %q or %q, got %q", KindPasses, KindRewards, b.Kind))
 		}
+		v.budgetPrior(p, b)
 		v.budgetTime(p, b)
 		v.budgetAction(p, b, children)
 		if b.Scored && c.Fields.Score == "" && c.Fields.ScoreExpr == "" {
@@ -76,6 +78,22 @@ func (v *checker) budgets(c *Config) {
 		}
 	}
 	v.parents(c.Budgets, byName)
+}
+
+// budgetPrior checks a rewards budget's prior conversion and delay.
+func (v *checker) budgetPrior(p string, b Budget) {
+	switch {
+	case math.IsNaN(b.Conversion) || math.IsInf(b.Conversion, 0) || b.Conversion < 0:
+		v.add(p+".conversion", fmt.Sprintf("must be a finite number ≥ 0, got %v", b.Conversion))
+	case b.Conversion != 0 && b.Kind != KindRewards:
+		v.add(p+".conversion", "applies to rewards budgets only (kind: rewards)")
+	}
+	switch {
+	case b.RewardDelay < 0:
+		v.add(p+".reward_delay", fmt.Sprintf("must be at least 0, got %v", b.RewardDelay))
+	case b.RewardDelay != 0 && b.Kind != KindRewards:
+		v.add(p+".reward_delay", "applies to rewards budgets only (kind: rewards)")
+	}
 }
 
 // budgetTime checks the window or period of a budget.

@@ -171,6 +171,13 @@ type Budget struct {
 	Period time.Duration `yaml:"period,omitempty"`
 	// Kind says what Target counts. Default KindPasses.
 	Kind Kind `yaml:"kind"`
+	// Conversion and RewardDelay are a rewards budget's prior: about how
+	// many rewards a pass brings (at least 0, finite) and how long after
+	// it (at least 0). They pace the start, before rewards tell; the
+	// ratio and delay fitted on the rewards take over as they come.
+	// Optional (0: unknown); KindRewards only.
+	Conversion  float64       `yaml:"conversion,omitempty"`
+	RewardDelay time.Duration `yaml:"reward_delay,omitempty"`
 	// Scored turns on score-tiered selection: the highest scores pass
 	// first. It needs Fields.Score or Fields.ScoreExpr.
 	Scored bool `yaml:"scored"`

@@ -54,6 +54,8 @@
 //	    end: 2026-11-22T11:00:00Z
 //	    reserve: 30s                     # finish this long before end (default 0)
 //	    kind: passes                     # passes or rewards (default passes)
+//	    conversion: 0.02                 # rewards only, optional: rewards per pass expected
+//	    reward_delay: 15s                # rewards only, optional: how long after a pass
 //	    scored: false                    # highest scores pass first (default false)
 //	    parent: account                  # optional: another budget's name
 //	  - name: account

@@ -191,8 +191,8 @@ func TestFlowBudgets(t *testing.T) {
 	if bs[0].Period != time.Hour || !bs[0].Begin.IsZero() || bs[0].Parent != "" {
 		t.Errorf("account = %+v", bs[0])
 	}
-	if !bs[2].Rewards {
-		t.Errorf("campaign-b = %+v, want Rewards", bs[2])
+	if !bs[2].Rewards || bs[2].Conversion != 0.02 || bs[2].RewardDelay != 15*time.Second {
+		t.Errorf("campaign-b = %+v, want Rewards with a prior of 0.02 after 15s", bs[2])
 	}
 
 	// Only budget problems stop the conversion.

@@ -162,6 +162,28 @@ func TestValidateProblems(t *testing.T) {
 	}
 }
 
+// A rewards budget's prior: a conversion and a delay of at least 0, on
+// rewards budgets only.
+func TestValidateRewardPrior(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(c *Config)
+		want   []want
+	}{
+		"negative conversion":   {func(c *Config) { c.Budgets[2].Conversion = -0.1 }, []want{{"budgets[2].conversion", "≥ 0"}}},
+		"NaN conversion":        {func(c *Config) { c.Budgets[2].Conversion = math.NaN() }, []want{{"budgets[2].conversion", "finite"}}},
+		"negative reward delay": {func(c *Config) { c.Budgets[2].RewardDelay = -time.Second }, []want{{"budgets[2].reward_delay", "at least 0"}}},
+		"prior on a passes budget": {func(c *Config) { c.Budgets[1].Conversion, c.Budgets[1].RewardDelay = 0.1, time.Second },
+			[]want{{"budgets[1].conversion", "rewards budgets only"}, {"budgets[1].reward_delay", "rewards budgets only"}}},
+		"no prior": {func(c *Config) { c.Budgets[2].Conversion, c.Budgets[2].RewardDelay = 0, 0 }, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := example(t)
+			c.change(cfg)
+			checkProblems(t, cfg.Validate(), c.want...)
+		})
+	}
+}
+
 func TestValidateReportsEverythingAtOnce(t *testing.T) {
 	c := example(t)
 	c.Brokers = nil

@@ -15,6 +15,7 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func TestRecordRoundTrip(t *testing.T) {
 	bs := []config.Budget{
 		{Name: "camp-a", Target: 12000, Begin: t0, End: t0.Add(time.Hour), Reserve: 30 * time.Second, Kind: config.KindRewards, Scored: true, Parent: "acct"},
+		{Name: "clicks", Target: 300, Begin: t0, End: t0.Add(time.Hour), Kind: config.KindRewards, Conversion: 0.02, RewardDelay: 15 * time.Second},
 		{Name: "acct", Target: 100, Period: time.Minute, Kind: config.KindPasses},
 	}
 	for _, b := range bs {
@@ -56,6 +57,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"a", `{"version":1,"name":"a","target":1,"period":"soon"}`, "period"},
 		{"a", `{"version":1,"name":"a","target":1,"begin":"today","end":"2026-01-01T00:00:00Z"}`, "begin"},
 		{"a", `{"version":1,"name":"a","deleted":true,"target":1}`, "deleted"},
+		{"a", `{"version":1,"name":"a","deleted":true,"conversion":0.1}`, "deleted"},
+		{"a", `{"version":1,"name":"a","target":1,"period":"1s","kind":"rewards","reward_delay":"later"}`, "reward_delay"},
 	}
 	for _, c := range cases {
 		_, err := Decode([]byte(c.key), []byte(c.val))
@@ -70,6 +73,9 @@ func TestDecodeErrors(t *testing.T) {
 		`{"version":1,"name":"a","target":5,"begin":"2026-01-02T00:00:00Z","end":"2026-01-01T00:00:00Z"}`:               "end",
 		`{"version":1,"name":"a","target":5,"period":"1s","kind":"clicks"}`:                                             "kind",
 		`{"version":1,"name":"a","target":5,"period":"1s","parent":"a"}`:                                                "parent",
+		`{"version":1,"name":"a","target":5,"period":"1s","conversion":0.1}`:                                            "conversion",
+		`{"version":1,"name":"a","target":5,"period":"1s","kind":"rewards","conversion":-1}`:                            "conversion",
+		`{"version":1,"name":"a","target":5,"period":"1s","kind":"rewards","reward_delay":"-1s"}`:                       "reward_delay",
 		`{"version":1,"name":"a","target":5,"period":"1s","begin":"2026-01-02T00:00:00Z","end":"2026-01-03T00:00:00Z"}`: "period",
 	} {
 		_, err := Decode([]byte("a"), []byte(val))

@@ -6,8 +6,10 @@
 //
 //   - a definition, a JSON object with "version": 1 and the budget's fields
 //     under their config-file names (name, target, begin, end, reserve,
-//     period, kind, scored, parent, action; times RFC 3339, durations as
-//     "30s"):
+//     period, kind, conversion, reward_delay, scored, parent, action;
+//     times RFC 3339, durations as "30s"; the fields at their defaults
+//     may be left out, and a build from before conversion and
+//     reward_delay rejects a record that has them):
 //     the budget is this, whether or not the config file has it;
 //   - a deletion, {"version": 1, "name": N, "deleted": true}: the budget is
 //     deleted, even if the config file has it;
@@ -98,9 +100,12 @@ type value struct {
 	Reserve string   `json:"reserve,omitempty"`
 	Period  string   `json:"period,omitempty"`
 	Kind    string   `json:"kind,omitempty"`
-	Scored  bool     `json:"scored,omitempty"`
-	Parent  string   `json:"parent,omitempty"`
-	Action  string   `json:"action,omitempty"`
+	// a rewards budget's prior
+	Conversion  float64 `json:"conversion,omitempty"`
+	RewardDelay string  `json:"reward_delay,omitempty"`
+	Scored      bool    `json:"scored,omitempty"`
+	Parent      string  `json:"parent,omitempty"`
+	Action      string  `json:"action,omitempty"`
 }
 
 // EncodeSet returns the key and value defining b, which must pass
@@ -109,7 +114,8 @@ func EncodeSet(b config.Budget) (key, val []byte, err error) {
 	if ps := config.CheckBudget(b); len(ps) > 0 {
 		return nil, nil, ps
 	}
-	v := value{Version: Version, Name: b.Name, Target: &b.Target, Kind: string(b.Kind), Scored: b.Scored, Parent: b.Parent, Action: string(b.Action)}
+	v := value{Version: Version, Name: b.Name, Target: &b.Target, Kind: string(b.Kind), Conversion: b.Conversion,
+		Scored: b.Scored, Parent: b.Parent, Action: string(b.Action)}
 	if !b.Begin.IsZero() {
 		v.Begin = b.Begin.Format(time.RFC3339Nano)
 	}
@@ -121,6 +127,9 @@ func EncodeSet(b config.Budget) (key, val []byte, err error) {
 	}
 	if b.Period != 0 {
 		v.Period = b.Period.String()
+	}
+	if b.RewardDelay != 0 {
+		v.RewardDelay = b.RewardDelay.String()
 	}
 	val, err = json.Marshal(v)
 	return []byte(b.Name), val, err
@@ -172,12 +181,13 @@ func Decode(key, val []byte) (Record, error) {
 		return bad("name", fmt.Sprintf("%q differs from the key %q", v.Name, name))
 	}
 	if v.Deleted {
-		if v.Target != nil || v.Begin != "" || v.End != "" || v.Period != "" || v.Reserve != "" || v.Kind != "" || v.Scored || v.Parent != "" || v.Action != "" {
+		if v.Target != nil || v.Begin != "" || v.End != "" || v.Period != "" || v.Reserve != "" || v.Kind != "" ||
+			v.Conversion != 0 || v.RewardDelay != "" || v.Scored || v.Parent != "" || v.Action != "" {
 			return bad("deleted", "a deletion carries no definition")
 		}
 		return Record{Name: name, Op: OpDelete}, nil
 	}
-	b := config.Budget{Name: name, Kind: config.Kind(v.Kind), Scored: v.Scored, Parent: v.Parent, Action: config.Action(v.Action)}
+	b := config.Budget{Name: name, Kind: config.Kind(v.Kind), Conversion: v.Conversion, Scored: v.Scored, Parent: v.Parent, Action: config.Action(v.Action)}
 	if v.Target == nil {
 		return bad("target", "missing")
 	}
@@ -201,6 +211,7 @@ func Decode(key, val []byte) (Record, error) {
 	parse("end", v.End, &b.End)
 	dur("reserve", v.Reserve, &b.Reserve)
 	dur("period", v.Period, &b.Period)
+	dur("reward_delay", v.RewardDelay, &b.RewardDelay)
 	if err != nil {
 		return Record{}, err
 	}

@@ -23,6 +23,16 @@ type Budget struct {
 	// Rewards makes Target count rewards (clicks, conversions) reported
 	// through Lane.Reward instead of passes.
 	Rewards bool
+	// Conversion and RewardDelay, for a reward budget, are what is known
+	// in advance of its rewards: about how many rewards a pass brings, and
+	// how long after it. Both are optional (0: unknown). They pace the
+	// start, before rewards tell; the conversion ratio and delay fitted on
+	// the rewards seen take over as they come (the prior weighs as much as
+	// 20 rewards). Without them a node starts from what its peers have
+	// fitted, and without that from an uninformed ratio: the middle, on a
+	// log scale, of the ratios at which the target can be met at all.
+	Conversion  float64
+	RewardDelay time.Duration
 	// Scored turns on score-tiered selection: the highest scores pass first.
 	Scored bool
 	// Parent names the budget above this one: a pass must fit both.

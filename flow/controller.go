@@ -26,6 +26,9 @@ type params struct {
 	nextCut   float64
 	until     int64
 	exhausted bool
+	// allow, when set, bounds what this node's lanes pass until the next
+	// tune (see guard.go).
+	allow *allowance
 	// cold: the controller has not measured any traffic yet. Lanes then
 	// pass at coldRate per second each (the ideal rate over this node's
 	// share, split across its lanes), so that a backlog met at start is
@@ -81,6 +84,16 @@ type Controller struct {
 	share     float64
 	warmUntil int64 // until then, fill in sources not heard from yet
 	rewarm    bool
+	// lateness is how much older than two sync intervals peers' reports
+	// grow before the next one is seen (the exchange's delay, and gaps of
+	// lost publications): a slowly decaying maximum of what syncs saw. A
+	// peer is stale only once its report is older than staleAfter plus
+	// this.
+	lateness int64
+	single   bool // the last tune found one node at a time to pass (guard.go)
+	// peerErr is the mean error of what a peer was estimated to have
+	// passed between two of its reports, as the second one showed.
+	peerErr float64
 
 	// smoothed quantities of seed 000
 	steady     float64 // smoothed cluster rate of scored budgets
@@ -313,39 +326,102 @@ func (c *Controller) reports(t int64, dst []Report) []Report {
 // syncLocked takes in peers' latest reports, then re-tunes. Called under
 // c.mu.
 func (c *Controller) syncLocked(t int64, reps []Report) {
+	// How late each report comes (its age beyond a sync interval), and
+	// how late the one it replaces had grown (the same plus what its
+	// publications missed). Most peers missing publications at once is an
+	// outage of the exchange, no trend.
+	sync := int64(c.cfg.sync)
+	late, lateGap, n, gaps := int64(-1), int64(-1), 0, 0
 	for _, r := range reps {
 		if _, own := c.lanes[r.Source]; own {
 			continue
 		}
-		at := r.At.UnixNano()
-		p := c.peers[r.Source]
-		if p == nil {
-			p = &peer{source: r.Source}
-			c.addPeer(p)
-			if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
-				dt := float64(at-s) / 1e9
-				p.offRate = float64(r.Total.Offered) / dt
-				p.passRate = float64(r.Total.Passed) / dt
-				p.rewRate = r.Total.Rewards / dt
-				p.rateKnown = true
+		if interval, ok := c.take(r, t); ok {
+			age := t - r.At.UnixNano() - sync
+			late = max(late, age)
+			lateGap = max(lateGap, age+interval-sync)
+			n++
+			if interval > 2*sync {
+				gaps++
 			}
-		} else if at > p.at {
-			// Counters that went back (the report before counted work
-			// since rolled back, e.g. a lane closed after an aborted
-			// transaction) give no rate: the peer keeps the one it had.
-			back := r.Total.Offered < p.rep.Total.Offered || r.Total.Passed < p.rep.Total.Passed || r.Total.Rewards < p.rep.Total.Rewards
-			if dt := float64(at-p.at) / 1e9; at-p.at >= int64(c.cfg.tune)/2 && !back {
-				p.offRate = float64(r.Total.Offered-p.rep.Total.Offered) / dt
-				p.passRate = float64(r.Total.Passed-p.rep.Total.Passed) / dt
-				p.rewRate = (r.Total.Rewards - p.rep.Total.Rewards) / dt
-				p.rateKnown = true
-			}
-		} else {
-			continue // not newer than what we have
 		}
-		p.rep, p.at = r, at
+	}
+	if 2*gaps <= n {
+		late = lateGap
+	}
+	if late >= 0 {
+		// Up at once (by a sync interval at most: one gap is no trend),
+		// down slowly.
+		late = min(late, c.lateness+int64(c.cfg.sync))
+		c.lateness = max(late, c.lateness-(c.lateness-late)/16)
+		c.tree.lateness.Store(c.lateness)
 	}
 	c.tuneLocked(t, true)
+}
+
+// take takes in a peer source's report at t, unless it is not newer than
+// the one held. It returns how long after the report it replaced this one
+// was made (ok is false when it replaced none).
+func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
+	at := r.At.UnixNano()
+	p := c.peers[r.Source]
+	switch {
+	case p == nil:
+		p = &peer{source: r.Source}
+		c.addPeer(p)
+		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
+			p.rates(r, Counters{}, float64(at-s)/1e9)
+		}
+	case at <= p.at:
+		return 0, false // not newer than what we have
+	default:
+		interval, ok = at-p.at, true
+		// Counters that went back (the report before counted work since
+		// rolled back, e.g. a lane closed after an aborted transaction)
+		// give no rate and no error: the peer keeps the rate it had.
+		back := r.Total.Offered < p.rep.Total.Offered || r.Total.Passed < p.rep.Total.Passed || r.Total.Rewards < p.rep.Total.Rewards
+		if back {
+			break
+		}
+		if p.rateKnown && r.Period == p.rep.Period {
+			// How far off the estimate of what it passed was. A burst,
+			// such as a backlog read at once, counts as three times the
+			// usual error at most (or the square root of the passes
+			// expected, a count's own noise, when that is more).
+			pred := c.peerPasses(p, p.at, at)
+			d := math.Abs(float64(r.Total.Passed-p.rep.Total.Passed) - pred)
+			d = min(d, 3*max(c.peerErr, math.Sqrt(max(pred, 0))+1))
+			c.peerErr += (d - c.peerErr) / 16
+		}
+		if at-p.at >= int64(c.cfg.tune)/2 {
+			p.rates(r, p.rep.Total, float64(at-p.at)/1e9)
+		}
+	}
+	p.rep, p.at = r, at
+	return interval, ok
+}
+
+// rates sets the peer's rates from its report r and the counts it had dt
+// seconds before.
+func (p *peer) rates(r Report, before Counters, dt float64) {
+	p.offRate = float64(r.Total.Offered-before.Offered) / dt
+	p.passRate = float64(r.Total.Passed-before.Passed) / dt
+	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
+	p.rateKnown = true
+}
+
+// stale is the age past which a peer's report no longer stands for the
+// source's current traffic.
+func (c *Controller) stale() int64 { return int64(c.cfg.staleAfter) + c.lateness }
+
+// anyFresh reports whether some peer's report is fresh at t.
+func (c *Controller) anyFresh(t int64) bool {
+	for _, p := range c.peerList {
+		if t-p.at <= c.stale() {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot returns the controller's quantities as of its last tune.
@@ -356,7 +432,10 @@ func (c *Controller) Snapshot() Snapshot {
 }
 
 // stagger returns a fraction in [0, 1) fixed by the budget and source
-// names (FNV-1a), the first credit of a lane.
+// names, the first credit of a lane: FNV-1a, then a 64-bit finalizer
+// (MurmurHash3's fmix64), without which the high bits FNV leaves for names
+// that differ in their last characters (p/1, p/2, …) are nearly the same,
+// and so would be the lanes' first credits.
 func stagger(budget, source string) float64 {
 	h := uint64(14695981039346656037)
 	for _, s := range [2]string{budget, source} {
@@ -365,5 +444,10 @@ func stagger(budget, source string) float64 {
 		}
 		h = (h ^ 0xff) * 1099511628211
 	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
 	return float64(h>>11) / (1 << 53)
 }

@@ -146,7 +146,7 @@ func (c *Controller) passedIn(idx, t int64) float64 {
 		default:
 			continue
 		}
-		if p.rateKnown && t-p.at <= int64(c.cfg.staleAfter) && t > from {
+		if p.rateKnown && t-p.at <= c.stale() && t > from {
 			n += p.passRate * float64(t-from) / 1e9
 		}
 	}

@@ -1,103 +1,120 @@
 // Package flow holds throttler's algorithms: the decentralized pacing
 // controller, its score sketch and reward model, per-key GCRA caps, and
-// tower-style window and concurrency limits. It knows nothing of Kafka:
-// time is always an argument, and the counters peers exchange pass through
-// the Exchange interface.
+// window and concurrency limits. It knows nothing of Kafka: time is always
+// an argument, and the counters peers exchange pass through the Exchange
+// interface. docs/pacing.md compares the controller with the limiter it
+// comes from (seed 000) and says why it departs from it.
 //
 // # Pacing
 //
-// A Budget is paced by one Controller per node (held in a Tree, which links
-// nested budgets). Each source of traffic the node owns (a Kafka partition)
-// gets a Lane per budget; Lane.Decide is the hot path: lock-free, no
-// allocation, one goroutine per lane. Every tune interval (Tree.Tune) the
-// controller re-computes the working pass rate from its lanes' counters; every
-// sync interval (Tree.Sync) it also reads its peers' latest reports.
+// A Budget is paced by one Controller per node, held in a Tree that links
+// nested budgets. Each source of traffic the node owns (a Kafka partition)
+// has a Lane per budget. Lane.Decide is the hot path: lock-free, no
+// allocation, one goroutine per lane; a pass must fit every level of the
+// budget tree. Tree.Tune (every tune interval) re-computes each
+// controller's parameters from its lanes' counters; Tree.Sync (every sync
+// interval, after the node published its Reports) also takes in the peers'
+// latest reports from the Exchange. A Snapshot shows a controller's
+// quantities as of its last tune.
 //
-// Every quantity of seed 000 (the decentralized cluster limiter) is here,
-// under its meaning, and shown in a Snapshot:
+// Each tune:
 //
-//   - local traffic proportion: the share of the cluster's offered traffic
-//     seen by this node, smoothed with the attenuation coefficient P
-//     (Decay): prop = P·prop + (1−P)·local/cluster;
-//   - cluster traffic between syncs: estimated from what is known, as in the
-//     seed, but per source: each peer source's last report is extrapolated
-//     by its own offered rate (from its last two reports) and by this node's
-//     exact pass fraction since the report's instant — peers run the same
-//     controller. This generalises the seed's LastSynced + LocalSinceSync /
-//     proportion (which assumes every report was made at the same instant)
-//     to publications that are delayed, lost, or made at different phases;
-//   - conversion (reward) ratio: rewards per pass, for reward budgets;
-//   - ideal pass rate: the fraction of offered events to pass to follow the
-//     ideal curve at the current cluster rate, smoothed with P;
-//   - working pass rate with lag/excess acceleration: the seed's
-//     IdealPassRate·(1 ± LagTime/AccelerationPeriod), which is the same as
-//     passing, over the acceleration horizon h, what the ideal curve gains
-//     plus the lag: p = (ideal(t+h) − achieved(t)) / h / clusterRate.
+//   - estimates the cluster: this node's lanes exactly; each peer source at
+//     its last report, plus what it did since, extrapolated from its
+//     reported rates and this node's own pass fraction over the same span
+//     (peers run the same controller). A peer is fresh until its report is
+//     older than StaleAfter plus the exchange's lateness (how much later
+//     than two sync intervals reports have been arriving, learnt from the
+//     reports themselves); a stale peer is counted at its report plus what
+//     it may have passed in a sync interval since. Sources not heard from
+//     yet, and all of them when the exchange is down, are assumed to carry
+//     what the sources heard from carry, this node holding its share
+//     (Tree.SetShare);
+//   - computes the wanted cluster pass rate: what follows the ideal curve
+//     (the target spread evenly over the window or period, finishing
+//     Reserve before its end) from the amount achieved, making up a lag or
+//     an excess over the acceleration horizon, catching up at five times
+//     the ideal rate at most, and near the end over no less than the
+//     exchange's lateness;
+//   - turns it into the lanes' parameters: the working pass fraction (the
+//     wanted rate over the cluster's offered rate), which an unscored lane
+//     applies by error diffusion (a credit that grows by the fraction per
+//     event, one pass per whole credit), and, for scored budgets, the score
+//     cut above which that fraction of the traffic lies: a quantile of a
+//     log-linear histogram of the scores seen, averaged with the peers'
+//     cuts. Until traffic is measured, lanes pass at the ideal rate from a
+//     token bucket.
 //
-// What changed from the seed, and why:
+// Reward budgets count rewards (Lane.Reward) instead of passes. Their
+// controller fits the conversion ratio and the reward delay on the
+// cluster's passes and rewards (R(t) ≈ c·P(t−d), on increments weighed as
+// Poisson counts), counts the rewards still to come from passes within
+// the delay, and leads the ideal curve by the delay. An optional prior
+// (Budget.Conversion, Budget.RewardDelay) paces the start and is blended
+// with the fit; a node without one takes up its peers' fits
+// (Report.Conversion, RewardDelay); with neither, passes follow the ideal
+// curve scaled by an uninformed ratio (the log-scale middle of the ratios
+// at which the target can be met), every pass not yet accounted for by a
+// reward counting as in flight, until the first rewards are fitted.
 //
-//   - Feed-forward from the cluster rate. The working rate is a wanted
-//     absolute rate divided by the current cluster offered rate, so a change
-//     of traffic (a node lost, a step ×4) changes the pass fraction at the
-//     next sync instead of through the slow decay of a ratio.
-//   - No cold-start gap. The seed passes nothing until it has synced and its
-//     smoothed rates have converged (~13 s in its own measurements). Here a
-//     node measures its own rate within one tune interval (100 ms) and,
-//     until peers are heard, assumes the sources it has not heard from carry
-//     the average of those it has, counting itself as its share of the
-//     cluster (Tree.SetShare: assigned partitions over all partitions). The
-//     same fallback keeps a node pacing on local estimates when the exchange
-//     is down.
-//   - Deterministic splitting. An unscored lane passes by error diffusion
-//     (a credit that grows by p per event, one pass per whole credit) rather
-//     than a random draw, so a lane passes exactly its fraction.
-//   - Ends and periods. The horizon shrinks near the end of the window so
-//     the target is met, not overshot; once the cluster estimate reaches the
-//     target every event is rejected as exhausted. Period budgets (n per
-//     minute) re-target at each period and lanes roll their counters at the
-//     boundary without waiting for the controller.
-//   - Reward budgets. The seed's smoothed Reward/Passed is biased while
-//     rewards are in flight; here the conversion ratio and the reward delay
-//     are fitted together (least squares on increments of R(t) ≈ c·P(t−d)),
-//     achieved counts rewards plus c × passes still in flight, passes lead
-//     the reward curve by the delay, stop two standard deviations of the
-//     in-flight noise short and top up from the rewards actually seen, and
-//     stop when a reward could no longer arrive inside the window.
-//   - Score-tiered ("hierarchical") selection. Scored budgets pass the
-//     scores above a cut: the quantile of a streaming log-linear histogram
-//     (32 bins per octave, one increment per event, no sort) at which the
-//     working fraction lies above. Nodes publish their cut and average the
-//     cluster's cuts, weighted by scores seen, so the whole cluster cuts at
-//     one score estimated from all of its traffic; and scored budgets make
-//     up small lags over at least a tenth of the window, because every
-//     change of the working rate moves the cut.
-//   - Nesting. A pass must fit every level up to the root: a lane asks its
-//     parent's lane for the same source, and a level that would pass but is
-//     refused above keeps its credit instead of spending it.
-//   - Sharing. Lanes count with single-writer atomics, the controller
-//     publishes its parameters with one atomic pointer: no data race, no
-//     lock on the hot path, and decisions scale with cores.
+// Period budgets ("n per minute") re-target at each period; lanes roll
+// their counters at the boundary without waiting for the controller. Delay
+// budgets hold events back until the next period instead of rejecting them
+// (see delay.go).
+//
+// # Over-target protection
+//
+// A budget is money: three guards keep the estimates' errors from
+// spending more than the target (see guard.go). The hard stop exhausts a
+// budget once what is achieved, counting what stale peers may have passed
+// unseen, plus a margin for the error of the fresh peers' estimated passes,
+// reaches the target. A node's lanes share an allowance, refilled at twice
+// the node's part of the wanted rate, so that a burst (a backlog read at
+// once after a stall) is not passed at a fraction tuned for the traffic
+// before it. And the last few passes of a budget, as well as every pass of
+// an unscored budget too small to give each node a pass per sync
+// interval, are made by one node at a time: the one owning the first
+// source by name.
+//
+// # Cost follows activity
+//
+// A Tree holds every budget's definition, cheaply; a budget gets a
+// controller on a node when a source of the node opens its first lane
+// (lanes open on a budget's first event on a source, restored from the
+// committed counters through Open's restore), and loses it DropAfter after
+// its last lane closed (Source.Release closes lanes idle for a while). A
+// controller created late starts from what its node knows: it reads its
+// peers at once (Peers), knows the node offered nothing for the budget
+// before it, and takes the exchange's lateness the node's other
+// controllers learnt. Tune and Sync visit only the controllers with
+// traffic since their last visit, or due (IdleRetune, a period's end);
+// sources list the lanes whose counters changed (Source.Changed) for
+// publication.
 //
 // # Changing budgets while running
 //
-// Tree.Update replaces the set of budgets of a live tree, validated as a
-// whole like NewTree (nothing changes on an error). A budget that keeps its
-// name keeps its controller: counters, peers' reports and measured rates
-// stay, and the new target, window, period, reserve, kind, scoring or
-// parent applies from the next decision, paced from what was already
-// achieved (counts of the current period carry over when the period
-// itself changes). A new budget gets a controller whose lanes open on
-// every source; a deleted one stops. A budget that is still some budget's
-// parent cannot be deleted.
+// Tree.Apply changes some budgets, Tree.Update replaces the whole set
+// (validated as a whole like NewTree: nothing changes on an error). A
+// budget that keeps its name keeps its controller: counters, peers'
+// reports and measured rates stay, and the new definition applies from the
+// next decision, paced from what was already achieved (counts of the
+// current period carry over when the period itself changes). A new
+// budget's lanes open on its first event; a deleted one stops; a budget
+// that is still some budget's parent cannot be deleted.
 //
-// Lanes are never touched by Update: they belong to their source's
-// goroutine. The tree's budgets are a versioned, immutable table swapped
-// atomically; each source's goroutine calls Source.Refresh between
-// decisions (one atomic load when nothing changed), which opens, closes
-// and adapts its own lanes. Until then a lane decides under the
-// controller's new parameters (published through the same atomic pointer
-// as every tune), with its old parent link; a lane of a deleted budget
-// decides with the last parameters its controller published.
+// Lanes belong to their source's goroutine, so Apply never touches them:
+// the definitions are versioned, and each source's goroutine calls
+// Source.Refresh between decisions (one atomic load when nothing changed),
+// which closes and adapts its own lanes.
 //
-// The simulator in flow/sim proves these on scenarios in virtual time.
+// # Caps and limits
+//
+// Cap is a per-key frequency cap (GCRA, with the semantics of redis-cell's
+// CL.THROTTLE): one timestamp per key in an open-addressing table without
+// pointers, owned by one goroutine. WindowLimit and ConcurrencyLimit are
+// tower-style limits (seed 002).
+//
+// The simulator in flow/sim runs these controllers on scenarios in virtual
+// time: nodes and partitions that come and go, crashes, broker restarts,
+// delayed and lossy exchanges, drifting scores and rewards.
 package flow

@@ -1,5 +1,7 @@
 package flow
 
+import "math"
+
 // estimate is the controller's picture of the cluster at one instant.
 type estimate struct {
 	period          int64
@@ -10,7 +12,12 @@ type estimate struct {
 	totalRewards    float64
 	rate            float64 // cluster offered rate, events/s
 	ownRate         float64
+	fresh           float64 // events the own lanes offered since the last tune
 	peersKnown      bool
+	// reserve: what the peers that went stale may have passed since their
+	// last reports, unseen (not in passed); margin: the error of what the
+	// fresh ones are estimated to have passed (extrapolated)
+	reserve, margin, extrapolated float64
 }
 
 func (c *Controller) estimate(t int64) estimate {
@@ -20,8 +27,42 @@ func (c *Controller) estimate(t int64) estimate {
 	}
 	var e estimate
 	e.period, e.start, e.end = c.sched.period(t)
+	c.addOwn(t, &e)
+	knownRate, known := c.addPeers(t, &e)
+	// The cluster rate is the sum of the known sources' rates. While some
+	// are not known yet (the first syncs after a start or a rebalance), or
+	// when no peer is heard at all (the exchange is down), the unknown
+	// sources are assumed to carry the average of the known ones, counting
+	// this node as holding its share of the cluster.
+	// What the peers passed since their reports is estimated, with the
+	// error their next reports show: the hard stop reserves twice that
+	// (the errors of n peers adding up as sqrt(n)).
+	e.margin = 2 * c.peerErr * math.Sqrt(e.extrapolated)
+	e.peersKnown = known > 0
+	e.rate = knownRate
+	own := 1.0 / c.share
+	if t < c.warmUntil || known == 0 {
+		if n := float64(known + 1); n < own {
+			e.rate = knownRate * own / n
+		}
+	}
+	// The same while warming up for what the sources not heard from at
+	// all have done in the period: as much as the average source heard
+	// from. Else a node that starts with its peers, before their first
+	// reports arrive, takes its own passes for the cluster's and makes up
+	// a lag that is not there.
+	if n := float64(1 + len(c.peerList)); t < c.warmUntil && n < own {
+		f := own/n - 1
+		e.offered += f * e.offered
+		e.passed += f * e.passed
+		e.rewards += f * e.rewards
+	}
+	return e
+}
 
-	// Own lanes: exact.
+// addOwn adds this node's lanes to e (exactly), records them in the own
+// history, and sets e.ownRate.
+func (c *Controller) addOwn(t int64, e *estimate) {
 	var accOff, accPass float64
 	for _, l := range c.laneList {
 		total, in, _ := l.counts(e.period)
@@ -39,139 +80,103 @@ func (c *Controller) estimate(t int64) estimate {
 			c.sk.merge(l.sk)
 		}
 	}
-	prevOff, prevPass := 0.0, 0.0
-	if c.hist.n > 0 {
-		newest := (c.hist.head + 63) % 64
-		prevOff, prevPass = c.hist.off[newest], c.hist.pas[newest]
+	// What the lanes were meant to pass: the working fraction in force,
+	// or what they passed when it was not (cold, or late).
+	intended := accPass
+	if prm := c.params.Load(); !prm.cold && t <= prm.until {
+		intended = prm.p * accOff
 	}
-	c.hist.add(t, prevOff+accOff, prevPass+accPass)
+	c.hist.add(t, accOff, accPass, intended)
+	e.fresh = accOff
 
 	// Own offered rate over the last sync interval (or what we have).
 	from := max(t-int64(c.cfg.sync), c.hist.oldest())
 	if from < t {
-		o0, _ := c.hist.at(from)
-		o1, _ := c.hist.at(t)
-		e.ownRate = (o1 - o0) / (float64(t-from) / 1e9)
+		e.ownRate = (c.hist.at(t).off - c.hist.at(from).off) / (float64(t-from) / 1e9)
 	}
+}
 
-	// Peers: reported, extrapolated while fresh. When no peer is fresh
-	// the exchange is most likely down rather than every peer gone: the
-	// peers are then extrapolated too, as the cluster rate below assumes
-	// they carry on, else their passes since their last reports would
-	// look like a lag that this node alone makes up (an overspend).
-	stale := int64(c.cfg.staleAfter)
-	anyFresh := false
-	for _, p := range c.peerList {
-		if t-p.at <= stale {
-			anyFresh = true
-			break
-		}
-	}
-	knownRate, known := e.ownRate, 0
+// addPeers adds the peers' sources to e: reported, and extrapolated while
+// fresh. It returns the own rate plus the fresh peers' known rates, and how
+// many peers these are.
+//
+// When no peer is fresh the exchange is most likely down rather than every
+// peer gone: the peers are then extrapolated too, as the cluster rate
+// assumes they carry on, else their passes since their last reports would
+// look like a lag that this node alone makes up (an overspend).
+func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known int) {
+	stale, anyFresh := c.stale(), c.anyFresh(t)
+	knownRate = e.ownRate
 	for _, p := range c.peerList {
 		fresh := t-p.at <= stale
-		extrapolate := fresh || !anyFresh
 		e.totalPassed += float64(p.rep.Total.Passed)
 		e.totalRewards += p.rep.Total.Rewards
-		var base Counters
-		from := p.at
-		switch {
-		case p.rep.Period == e.period:
-			base = p.rep.InPeriod
-		case p.rep.Period < e.period:
-			from = max(p.at, e.start)
-		default:
-			continue // a clock ahead of ours: ignore until we catch up
+		from, ok := c.addReported(p, e)
+		if !ok {
+			continue
 		}
-		e.offered += float64(base.Offered)
-		e.passed += float64(base.Passed)
-		e.rewards += base.Rewards
-		if !extrapolate {
+		if !fresh && anyFresh {
+			// Gone quiet: it published at least every sync interval
+			// while it was heard from.
+			e.reserve += p.passRate * float64(min(t-from, int64(c.cfg.sync))) / 1e9
 			continue
 		}
 		if fresh && p.rateKnown && p.rep.Total.Offered > 0 {
 			knownRate += p.offRate
 			known++
 		}
-		if t <= from {
-			continue
-		}
-		dt := float64(t-from) / 1e9
-		e.offered += p.offRate * dt
-		e.rewards += p.rewRate * dt
-		e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
-		passes := p.passRate * dt
-		// Peers run the same controller: their pass fraction since the
-		// report follows ours, which we know exactly. Reports older than
-		// our history (a long outage of the exchange) pass at their
-		// reported rate up to its start, then at our fraction.
-		if f0 := max(from, c.hist.oldest()); f0 < t {
-			o0, p0 := c.hist.at(f0)
-			o1, p1 := c.hist.at(t)
-			if o1-o0 >= 1 {
-				passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*(p1-p0)/(o1-o0)
-			}
-		}
-		e.passed += passes
-		e.totalPassed += passes * float64(t-p.at) / float64(t-from)
-	}
-	// The cluster rate is the sum of the known sources' rates. While some
-	// are not known yet (the first syncs after a start or a rebalance), or
-	// when no peer is heard at all (the exchange is down), the unknown
-	// sources are assumed to carry the average of the known ones, counting
-	// this node as holding its share of the cluster.
-	e.peersKnown = known > 0
-	e.rate = knownRate
-	own := 1.0 / c.share
-	if t < c.warmUntil || known == 0 {
-		if n := float64(known + 1); n < own {
-			e.rate = knownRate * own / n
+		if t > from {
+			c.extrapolate(p, t, from, e)
 		}
 	}
-	return e
+	return knownRate, known
 }
 
-// ownHistory is a ring of the node's own cumulative counts at each tune,
-// from which the local rate and the local pass fraction over any recent
-// span are read.
-type ownHistory struct {
-	t        [64]int64
-	off, pas [64]float64
-	n, head  int
+// addReported adds what a peer source reported for the current period and
+// returns the instant from which it is to be extrapolated; false for a
+// report of a later period (a clock ahead of ours: ignored until we catch
+// up).
+func (c *Controller) addReported(p *peer, e *estimate) (from int64, ok bool) {
+	var base Counters
+	from = p.at
+	switch {
+	case p.rep.Period == e.period:
+		base = p.rep.InPeriod
+	case p.rep.Period < e.period:
+		from = max(p.at, e.start)
+	default:
+		return 0, false
+	}
+	e.offered += float64(base.Offered)
+	e.passed += float64(base.Passed)
+	e.rewards += base.Rewards
+	return from, true
 }
 
-func (h *ownHistory) add(t int64, off, pas float64) {
-	if h.n > 0 && h.t[(h.head+63)%64] >= t {
-		i := (h.head + 63) % 64
-		h.off[i], h.pas[i] = off, pas
-		return
-	}
-	h.t[h.head], h.off[h.head], h.pas[h.head] = t, off, pas
-	h.head = (h.head + 1) % 64
-	if h.n < 64 {
-		h.n++
-	}
+// extrapolate adds what peer source p offered, passed and was rewarded
+// between from and t.
+func (c *Controller) extrapolate(p *peer, t, from int64, e *estimate) {
+	dt := float64(t-from) / 1e9
+	e.offered += p.offRate * dt
+	e.rewards += p.rewRate * dt
+	e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
+	passes := c.peerPasses(p, from, t)
+	e.passed += passes
+	e.totalPassed += passes * float64(t-p.at) / float64(t-from)
+	e.extrapolated++
 }
 
-// at interpolates the counts at t (clamped to the ring's span).
-func (h *ownHistory) at(t int64) (off, pas float64) {
-	if h.n == 0 {
-		return 0, 0
-	}
-	newest := (h.head + 63) % 64
-	if t >= h.t[newest] {
-		return h.off[newest], h.pas[newest]
-	}
-	for k := 1; k < h.n; k++ {
-		i := (h.head + 63 - k) % 64
-		if h.t[i] <= t {
-			j := (i + 1) % 64
-			f := float64(t-h.t[i]) / float64(h.t[j]-h.t[i])
-			return h.off[i] + f*(h.off[j]-h.off[i]), h.pas[i] + f*(h.pas[j]-h.pas[i])
+// peerPasses estimates what peer source p passed between from and t.
+// Peers run the same controller: their pass fraction since the report
+// follows ours. Reports older than our history (a long outage of the
+// exchange) pass at their reported rate up to its start, then at our
+// fraction. When one node at a time passes, each peer passes as it did.
+func (c *Controller) peerPasses(p *peer, from, t int64) float64 {
+	passes := p.passRate * float64(t-from) / 1e9
+	if f0 := max(from, c.hist.oldest()); f0 < t && !c.single {
+		if f, ok := c.hist.fraction(f0, t); ok {
+			passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*f
 		}
 	}
-	oldest := (h.head + 64 - h.n) % 64
-	return h.off[oldest], h.pas[oldest]
+	return passes
 }
-
-func (h *ownHistory) oldest() int64 { return h.t[(h.head+64-h.n)%64] }

@@ -41,6 +41,13 @@ type Report struct {
 	// only). Nodes average their cuts so that the whole cluster cuts at
 	// one score, estimated from all of its traffic.
 	Cut float64
+
+	// Conversion and RewardDelay are the conversion ratio (rewards per
+	// pass) and the reward delay the source's node has fitted (reward
+	// budgets only; 0 while unknown): a node that starts takes them up
+	// instead of learning them again.
+	Conversion  float64
+	RewardDelay time.Duration
 }
 
 // Exchange is what a controller needs from its peers: the latest report of

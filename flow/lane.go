@@ -65,10 +65,11 @@ type Lane struct {
 	baseRew         atomic.Uint64 // float64 bits
 
 	// Owned by the lane's goroutine.
-	coldAt     int64   // cold-start token bucket: last refill
-	coldTokens float64 // and its tokens
-	coldPass   bool    // the pending pass was let through by it
-	cutPass    bool    // the pending pass was let through by the score cut
+	coldAt     int64      // cold-start token bucket: last refill
+	coldTokens float64    // and its tokens
+	coldPass   bool       // the pending pass was let through by it
+	cutPass    bool       // the pending pass was let through by the score cut
+	allowed    *allowance // the pending pass was taken from this allowance
 	credit     float64
 	periodEnd  int64
 	sk         *laneSketch
@@ -165,11 +166,23 @@ func (l *Lane) want(t int64, score float64) Reason {
 			return ReasonScore
 		}
 		l.cutPass = true
-		return ReasonPass
+		return l.allow(t, prm)
 	}
 	l.credit += p
 	if l.credit < 1 {
 		return ReasonPaced
+	}
+	return l.allow(t, prm)
+}
+
+// allow takes the pass this level wants from the node's allowance.
+func (l *Lane) allow(t int64, prm *params) Reason {
+	if a := prm.allow; a != nil {
+		if !a.take(t) {
+			l.unwant()
+			return ReasonPaced
+		}
+		l.allowed = a
 	}
 	return ReasonPass
 }
@@ -179,6 +192,10 @@ func (l *Lane) want(t int64, score float64) Reason {
 func (l *Lane) unwant() {
 	l.coldPass = false
 	l.cutPass = false
+	if l.allowed != nil {
+		l.allowed.give()
+		l.allowed = nil
+	}
 	if l.credit > 1 {
 		l.credit = 1
 	}
@@ -187,6 +204,7 @@ func (l *Lane) unwant() {
 // take commits a pass.
 func (l *Lane) take() {
 	l.passed.Store(l.passed.Load() + 1)
+	l.allowed = nil
 	if l.coldPass {
 		l.coldPass = false
 		l.coldTokens--
@@ -276,11 +294,12 @@ func (l *Lane) counts(idx int64) (total, in Counters, lp int64) {
 	return total, in, lp
 }
 
-// report builds the lane's report at t.
+// report builds the lane's report at t; the caller holds the
+// controller's mutex.
 func (l *Lane) report(t int64) Report {
 	lp := l.period.Load()
 	total, in, _ := l.counts(lp)
-	return Report{
+	r := Report{
 		Budget:   l.c.name,
 		Source:   l.source,
 		At:       time.Unix(0, t),
@@ -290,4 +309,9 @@ func (l *Lane) report(t int64) Report {
 		InPeriod: in,
 		Cut:      l.c.params.Load().cut,
 	}
+	if m := l.c.conv; m != nil && m.ratio > 0 {
+		// under the controller's mutex, as every caller holds it
+		r.Conversion, r.RewardDelay = m.ratio, time.Duration(m.delay)
+	}
+	return r
 }

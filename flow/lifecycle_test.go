@@ -178,3 +178,111 @@ func TestIdleSpellDecay(t *testing.T) {
 		t.Fatalf("sketch weight %v after skipping the idle rounds, %v after visiting them", w[0], w[1])
 	}
 }
+
+// Scores that drift away from the sketch's (the node passes far more than
+// its cut meant to) are forgotten at a quarter per tune that brings new
+// scores, and at the slow rate while none come.
+func TestDriftForgets(t *testing.T) {
+	b := []Budget{{Name: "s", Target: 1e5, Begin: t0, End: at(time.Hour), Scored: true}}
+	tree := mustTree(t, b)
+	l := mustOpen(t, tree, "p0", t0).Lane("s")
+	c := tree.Controller("s")
+	old := func() float64 { // the weight of the scores from before the drift
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var w float64
+		for i := scoreBin(1); i <= scoreBin(10); i++ {
+			w += c.sk.w[i]
+		}
+		return w
+	}
+	round := func(k int, base float64, events int) {
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		tree.Tune(now)
+		for i := 0; i < events; i++ {
+			l.Decide(now.Add(time.Duration(i)*100*time.Millisecond/time.Duration(events)), base+float64(i%10))
+		}
+	}
+	for k := 0; k < 300; k++ { // 30 s of scores 1..10
+		round(k, 1, 10)
+	}
+	before := old()
+	for k := 300; k < 320; k++ { // 2 s of scores 101..110: all above the cut
+		round(k, 101, 10)
+	}
+	if w := old(); w > before/100 {
+		t.Fatalf("old scores weigh %.1f after 2 s of drift, %.1f before: not forgotten", w, before)
+	}
+	// silence: the slow decay only (ScoreMemory 5 min), by the time
+	// between the controller's visits
+	mid, from := old(), c.Snapshot().At
+	for k := 320; k < 340; k++ {
+		round(k, 0, 0)
+	}
+	d := c.Snapshot().At.Sub(from)
+	if w, want := old(), mid*math.Exp2(-d.Seconds()/300); d < time.Second || math.Abs(w/want-1) > 1e-9 {
+		t.Fatalf("old scores weigh %v after %v of silence, want %v (the slow decay)", w, d, want)
+	}
+}
+
+// A controller created late (its budget's first event on the node comes
+// long after the tree started) knows that the node offered nothing before:
+// it measures the same local rate as one that existed, idle, all along.
+// Else a backlog read at once when a partition comes back (after a broker
+// restart dropped every controller) is taken for the rate, and passes at a
+// tenth of the fraction it needs.
+func TestLateControllerRate(t *testing.T) {
+	b := []Budget{{Name: "c", Target: 1e5, Begin: t0, End: at(time.Hour)}}
+	trees := []*Tree{mustTree(t, b), mustTree(t, b)}
+	srcs := []*Source{mustOpen(t, trees[0], "p0", t0), mustOpen(t, trees[1], "p0", t0)}
+	srcs[0].Lane("c") // open, idle, from the start
+	for k := 0; k < 120; k++ {
+		now := at(time.Duration(k) * 100 * time.Millisecond)
+		var snaps [2]Snapshot
+		for i, tr := range trees {
+			tr.Tune(now)
+			if k < 100 {
+				continue
+			}
+			n := 10
+			if k == 100 {
+				n = 500 // a backlog, read at once
+			}
+			offer(srcs[i].Get([]byte("c"), now), now, 100*time.Millisecond, n, 0)
+			snaps[i] = tr.Controller("c").Snapshot()
+		}
+		if k > 100 && snaps[0].LocalRate != snaps[1].LocalRate {
+			t.Fatalf("at %v: local rate %v created at the start, %v created at the first event",
+				now.Sub(t0), snaps[0].LocalRate, snaps[1].LocalRate)
+		}
+	}
+}
+
+// The exchange's lateness is the node's: a controller created after others
+// learnt it starts from it, not from zero (which would make up a lag near
+// the end over too short a horizon, and judge peers stale too soon).
+func TestLateControllerLateness(t *testing.T) {
+	bs := []Budget{{Name: "a", Target: 1e5, Begin: t0, End: at(time.Hour)}, {Name: "b", Target: 1e5, Begin: t0, End: at(time.Hour)}}
+	tree := mustTree(t, bs)
+	src := mustOpen(t, tree, "p0", t0)
+	src.Lane("a")
+	var ex MemoryExchange
+	peer := func(sent, seen time.Duration) { // a peer's report made at sent, read at seen
+		_ = ex.Publish([]Report{{Budget: "a", Source: "p1", At: at(sent), Since: t0, Total: Counters{Offered: 100}}})
+		tree.Sync(at(seen), &ex)
+	}
+	peer(time.Second, 2*time.Second)
+	peer(3*time.Second, 5*time.Second) // 1 s later than a sync interval
+	late := func(name string) int64 {
+		c := tree.Controller(name)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.lateness
+	}
+	if la := late("a"); la <= 0 {
+		t.Fatalf("a learnt a lateness of %v", time.Duration(la))
+	}
+	if src.Get([]byte("b"), at(6*time.Second)); late("b") != late("a") {
+		t.Fatalf("b starts with a lateness of %v, a has learnt %v", time.Duration(late("b")), time.Duration(late("a")))
+	}
+}

@@ -108,40 +108,136 @@ func (c *conversion) fit(maxDelay int64) {
 	}
 }
 
-// search returns the best ratio, delay and mean squared error for delays
-// from lo to hi in steps.
+// search returns the best ratio, delay and error for delays from lo to hi
+// in steps.
+//
+// For each delay, on increments, whose noise is independent from one
+// sample to the next (cumulative series carry a random walk that a fit
+// would explain away with a wrong delay): the ratio is the rewards over
+// the passes a delay earlier (the maximum likelihood of counts that are
+// Poisson), and the error Pearson's chi-square per increment, each
+// squared residual over the rewards expected (at least half the mean).
+// Plain least squares let a burst of passes not yet rewarded pull the
+// delay short: its large increments outweigh the rest, and the rewards
+// that such a delay should already have brought, but did not, cost
+// little.
 func (c *conversion) search(lo, hi, step int64) (bestK float64, bestD int64, bestErr float64) {
-	n := len(c.t)
 	bestErr = math.Inf(1)
 	for d := lo; d <= hi; d += step {
-		// On increments, whose noise is independent from one sample to
-		// the next (cumulative series carry a random walk that the fit
-		// would explain away with a wrong delay).
-		var sxy, sxx, syy float64
-		used := 0
-		cur := cursor{c: c}
-		prevX, prevOK := cur.at(c.t[0] - d)
-		for i := 1; i < n; i++ {
-			x, ok := cur.at(c.t[i] - d)
-			if !ok || !prevOK {
-				prevX, prevOK = x, ok
-				continue
-			}
-			dx, dy := x-prevX, c.r[i]-c.r[i-1]
-			prevX = x
-			sxy += dx * dy
-			sxx += dx * dx
-			syy += dy * dy
-			used++
-		}
-		if sxx == 0 || used < 3 {
+		sx, sy, used := c.sums(d)
+		if !(sx > 0) || sy <= 0 || used < 3 {
 			continue
 		}
-		// least squares through the origin: k = Σxy/Σxx, SSE = Σyy − k·Σxy
-		k := sxy / sxx
-		if e := (syy - k*sxy) / float64(used); e < bestErr {
+		k := sy / sx
+		floor := k * sx / float64(used) / 2
+		var chi float64
+		c.increments(d, func(dx, dy float64) {
+			r := dy - k*dx
+			chi += r * r / max(k*dx, floor)
+		})
+		if e := chi / float64(used); e < bestErr {
 			bestErr, bestK, bestD = e, k, d
 		}
 	}
 	return bestK, bestD, bestErr
+}
+
+// sums returns the sums of the increments of passes a delay d earlier and
+// of rewards, and how many increments there are.
+func (c *conversion) sums(d int64) (sx, sy float64, used int) {
+	c.increments(d, func(dx, dy float64) {
+		sx += dx
+		sy += dy
+		used++
+	})
+	return sx, sy, used
+}
+
+// increments calls f with each increment of the passes a delay d earlier
+// and the matching increment of the rewards, where both are known.
+func (c *conversion) increments(d int64, f func(dx, dy float64)) {
+	cur := cursor{c: c}
+	prevX, prevOK := cur.at(c.t[0] - d)
+	for i := 1; i < len(c.t); i++ {
+		x, ok := cur.at(c.t[i] - d)
+		if ok && prevOK {
+			f(x-prevX, c.r[i]-c.r[i-1])
+		}
+		prevX, prevOK = x, ok
+	}
+}
+
+// priorWeight is how many rewards a prior conversion ratio and delay
+// weigh against those the fit has seen.
+const priorWeight = 20
+
+// weight is how many rewards the fit has seen.
+func (c *conversion) weight() float64 {
+	if len(c.r) == 0 {
+		return 0
+	}
+	return c.r[len(c.r)-1] - c.r[0]
+}
+
+// converts returns the conversion ratio and the reward delay to pace by
+// at t: the fit, blended with the budget's prior while it has seen few
+// rewards (or, without a prior, with the uninformed ratio, see blind,
+// weighing as much as the rewards a fit needs); before any fit, the prior,
+// or else what fresh peers have fitted; 0, 0 when nothing is known.
+func (c *Controller) converts(t int64, e *estimate) (conv float64, delay int64) {
+	pc, pd := c.b.Conversion, int64(c.b.RewardDelay)
+	m := c.conv
+	switch {
+	case m.ratio > 0 && pc > 0:
+		return m.blend(pc, pd, priorWeight)
+	case m.ratio > 0:
+		return m.blend(c.blind(t, e), m.delay, minRewardsToFit)
+	case pc > 0:
+		return pc, pd
+	}
+	return c.peersConversion(t)
+}
+
+// blend returns the fit's ratio and delay averaged with conv and delay
+// weighing as much as w rewards.
+func (m *conversion) blend(conv float64, delay int64, w float64) (float64, int64) {
+	n := m.weight()
+	return (n*m.ratio + w*conv) / (n + w), int64((n*float64(m.delay) + w*float64(delay)) / (n + w))
+}
+
+// blind returns the conversion ratio a reward budget paces by while
+// nothing tells it (no fit, no prior, no peer's fit), uninformed: of the
+// ratios at which the budget can be met at all, from the one at which the
+// cluster's whole traffic over the period brings the target (cmin) to one
+// reward per pass, the middle on a log scale, sqrt(cmin), as no scale is
+// more likely than another. Passes made more than MaxRewardDelay ago have
+// had time to convert: it is lowered to what they show, (rewards+1) /
+// those passes, when that is less.
+func (c *Controller) blind(t int64, e *estimate) float64 {
+	conv := 1.0
+	if offered := e.rate * c.span(e); offered > c.b.Target {
+		conv = math.Sqrt(c.b.Target / offered)
+	}
+	if old := c.conv.passedAt(t - int64(c.cfg.maxDelay)); old >= 1 {
+		conv = min(conv, (e.totalRewards+1)/old)
+	}
+	return conv
+}
+
+// peersConversion averages the conversion ratio and delay that fresh
+// peers' nodes have fitted (zero when none has).
+func (c *Controller) peersConversion(t int64) (conv float64, delay int64) {
+	n := 0
+	var sumC, sumD float64
+	for _, p := range c.peerList {
+		if t-p.at <= c.stale() && p.rep.Conversion > 0 {
+			sumC += p.rep.Conversion
+			sumD += float64(p.rep.RewardDelay)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sumC / float64(n), int64(sumD / float64(n))
 }

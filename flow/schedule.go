@@ -78,6 +78,12 @@ func validateBudget(b Budget) error {
 		return bad("reserve", "must not be negative")
 	case b.Period < 0:
 		return bad("period", "must not be negative")
+	case !(b.Conversion >= 0) || math.IsInf(b.Conversion, 0):
+		return bad("conversion", "must be a finite number ≥ 0")
+	case b.RewardDelay < 0:
+		return bad("reward delay", "must not be negative")
+	case !b.Rewards && (b.Conversion != 0 || b.RewardDelay != 0):
+		return bad("conversion", "only a reward budget converts passes into rewards")
 	}
 	if b.Delay {
 		switch {

@@ -24,7 +24,11 @@ var ErrSourceOpen = errors.New("flow: source already open")
 //     budget's first event on a source, see Source.Get). The new
 //     controller reads its peers' reports from the Exchange at once (Peers,
 //     SetExchange) and tunes, so that its first decisions know the
-//     cluster;
+//     cluster. It starts from what the node knows beyond the budget: that
+//     the node offered nothing for it before (its own traffic history
+//     begins with the tree's first Tune or Sync, so that a backlog read
+//     at its first event is not taken for its rate), and the exchange's
+//     lateness that the node's other controllers learnt;
 //   - a controller whose last lane closed is kept for DropAfter (a source
 //     that reopens meanwhile finds it as it was), then dropped;
 //   - Tune and Sync visit only the controllers that had traffic or are due
@@ -37,6 +41,11 @@ type Tree struct {
 	cfg   config
 	ex    atomic.Pointer[exchangeRef]
 	alive atomic.Int64 // the tuner ran recently enough for parameters until then
+	began atomic.Int64 // the instant of the first visit round (0: none yet)
+	// lateness is the exchange's lateness as the node's controllers last
+	// learnt it (see Controller.lateness): a property of the exchange, not
+	// of a budget, which a controller created later starts from.
+	lateness atomic.Int64
 
 	// mu guards the definitions, the active controllers, the open
 	// sources, the due queue and the controllers waiting for a Sync.
@@ -375,6 +384,10 @@ func (t *Tree) activate(x *def, n int64) *Controller {
 	c := newController(x.b, &t.cfg)
 	c.tree, c.def, c.idx = t, x, len(t.active)
 	c.lastVisit = n
+	c.lateness = t.lateness.Load()
+	if b := t.began.Load(); b != 0 && b < n {
+		c.hist.add(b, 0, 0, 0)
+	}
 	t.active = append(t.active, c)
 	x.ctrl = c
 	return c

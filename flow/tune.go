@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// progress is what a tune judges the budget's course by.
+type progress struct {
+	achieved float64 // passes, or rewards plus those still expected
+	conv     float64 // rewards per pass (1 for pass budgets)
+	lead     int64   // reward delay: how far passes lead their rewards
+}
+
 // tuneLocked re-computes the working pass rate (and score cut) at t.
 func (c *Controller) tuneLocked(t int64, synced bool) {
 	e := c.estimate(t)
@@ -12,37 +19,74 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		c.retuneQuota(t, e.period)
 	}
 	prm := c.bounds(&params{period: e.period, until: t + 2*int64(c.cfg.tune)})
+	g := c.progress(t, &e, synced)
+	q := c.wanted(t, &e, g, prm)
+	c.working(t, &e, g, q, prm)
+	c.guard(t, &e, g, q, prm)
+	c.params.Store(prm)
+	c.record(t, &e, g, prm, synced)
+}
 
-	achieved, conv, lead := e.passed, 1.0, int64(0)
-	if c.conv != nil {
-		if !c.tuned && e.totalPassed == 0 {
-			c.conv.add(t, 0, 0)
-		}
-		if synced {
-			c.conv.add(t, e.totalPassed, e.totalRewards)
-			c.conv.fit(int64(c.cfg.maxDelay))
-		}
-		if c.conv.ratio > 0 {
-			conv, lead = c.conv.ratio, c.conv.delay
-		}
-		// Rewards still to come from passes made within the delay.
-		inflight := e.totalPassed - c.conv.passedAt(t-lead)
-		if lead == 0 || inflight < 0 {
-			inflight = 0
-		}
-		achieved = e.rewards + conv*inflight
+// progress reads the achieved amount at t; for reward budgets it also
+// feeds and fits the conversion model.
+func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
+	g := progress{achieved: e.passed + e.reserve, conv: 1}
+	if c.conv == nil {
+		return g
 	}
+	if !c.tuned && e.totalPassed == 0 {
+		c.conv.add(t, 0, 0)
+	}
+	if synced {
+		c.conv.add(t, e.totalPassed, e.totalRewards)
+		c.conv.fit(int64(c.cfg.maxDelay))
+	}
+	if g.conv, g.lead = c.converts(t, e); g.conv == 0 {
+		// Nothing known: every pass not yet accounted for by the rewards
+		// seen is taken to be in flight, at the uninformed ratio, so that
+		// passes follow the ideal curve scaled by it until a fit (or a
+		// peer's) tells the ratio and the delay.
+		g.conv = c.blind(t, e)
+		g.achieved = max(e.rewards, g.conv*e.passed) + g.conv*e.reserve
+		return g
+	}
+	// Rewards still to come from passes made within the delay.
+	inflight := e.totalPassed - c.conv.passedAt(t-g.lead)
+	if g.lead == 0 || inflight < 0 {
+		inflight = 0
+	}
+	g.achieved = e.rewards + g.conv*(inflight+e.reserve)
+	return g
+}
 
+// wanted returns the cluster pass rate (per second) that follows the ideal
+// curve from here, and marks prm exhausted once the target is reached.
+func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float64 {
 	T := c.b.Target
 	endEff := e.end - c.sched.reserve
-	// Passes lead the curve they are judged on by the reward delay. Reward
-	// budgets lead by twice the delay: they aim to be done one delay early,
-	// then top up from the rewards actually seen, so that few rewards are
-	// still in flight (and uncertain) when the window closes.
-	tt := t + 2*lead
+	// Passes lead the curve they are judged on by the reward delay. Over
+	// the last four delays, reward budgets lead by a little more, to be
+	// done a little early (a delay at most, and no more than 1.5% of the
+	// window ahead of the ideal), then top up from the rewards actually
+	// seen, so that fewer rewards are still in flight (and uncertain) when
+	// the window closes.
+	tt := t + g.lead
+	if early := min(g.lead, (endEff-e.start)*3/200); early > 0 {
+		ramp := float64(t-(endEff-4*g.lead-early)) / float64(3*g.lead)
+		tt += int64(float64(early) * max(0, min(1, ramp)))
+	}
 	var q float64 // wanted cluster pass rate, per second
+	// The hard stop: the target, less the margin of error of the peers'
+	// passes estimated since their reports (none once one node at a time
+	// passes; see guard.go). Stale peers are counted in achieved.
+	// The margin is at most half a percent of the target: a guard against
+	// the errors of a few estimates, not a second budget.
+	margin := min(e.margin, marginShare*T/g.conv)
+	if c.single {
+		margin = 0
+	}
 	switch {
-	case achieved >= T:
+	case g.achieved+g.conv*margin >= T:
 		prm.exhausted = true
 	case tt < endEff:
 		// The horizon shrinks towards the end, but never below one tune
@@ -50,31 +94,58 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		// be in force (a tune can come late on a starved machine).
 		h := max(min(c.accel(e.start, endEff), endEff-tt), int64(c.cfg.tune))
 		goal := c.sched.ideal(tt+h, e.start, e.end)
-		if lead > 0 {
+		if g.lead > 0 {
 			// Rewards in flight are random (binomial); stop the main
 			// phase two standard deviations short, and top up after.
-			inflight := T / (float64(endEff-e.start) / 1e9) * (float64(lead) / 1e9)
+			inflight := T / (float64(endEff-e.start) / 1e9) * (float64(g.lead) / 1e9)
 			goal = min(goal, T-2*math.Sqrt(inflight))
 		}
-		q = (goal - achieved) / (float64(h) / 1e9) / conv
-	case t+lead < e.end:
-		rest := max(e.end-t-lead, int64(c.cfg.tune))
-		q = (T - achieved) / (float64(rest) / 1e9) / conv
+		q = (goal - g.achieved) / (float64(h) / 1e9) / g.conv
+		if hm := c.settle(); g.lead == 0 && h < hm {
+			// Near the end, a lag is made up over no less than the time
+			// it takes to hear from the peers, towards the ideal curve
+			// drawn on past the end: catching up at once on a picture
+			// that the next reports will correct overspends on its
+			// errors, and a pass cannot be taken back. An excess is
+			// still corrected at once.
+			goal = T * float64(tt+hm-e.start) / float64(endEff-e.start)
+			q = min(q, (goal-g.achieved)/(float64(hm)/1e9))
+		}
+	case t+g.lead < e.end:
+		rest := max(e.end-t-g.lead, int64(c.cfg.tune))
+		q = (T - g.achieved) / (float64(rest) / 1e9) / g.conv
 	default:
 		// a reward for a pass now would arrive after the window: none
 	}
-	span := float64(endEff-e.start) / 1e9
 	// Catching up is limited to five times the ideal rate: a lag is made
 	// up over a few horizons rather than in one burst that a late tune
 	// would stretch into an overshoot.
-	q = min(q, 5*T/span/conv)
+	return min(q, 5*T/c.span(e)/g.conv)
+}
+
+// marginShare bounds the hard stop's margin, as a share of the target.
+const marginShare = 0.005
+
+// settle is how long it takes to hear from the peers: a sync interval and
+// the exchange's lateness.
+func (c *Controller) settle() int64 { return c.lateness }
+
+// span is the length of the current period less the reserve, in seconds.
+func (c *Controller) span(e *estimate) float64 {
+	return float64(e.end-c.sched.reserve-e.start) / 1e9
+}
+
+// working turns the wanted rate q into the lanes' parameters: the working
+// pass fraction (or the cold rate when no traffic is measured) and, for
+// scored budgets, the score cut.
+func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *params) {
 	rate := e.rate
 	if c.sk != nil {
 		rate = c.steadyRate(t, rate)
 	}
 	if rate > 0 {
 		prm.p = clamp01(q / rate)
-		prm.nextP = clamp01(T / span / conv / rate)
+		prm.nextP = clamp01(c.b.Target / c.span(e) / g.conv / rate)
 	} else {
 		// No traffic measured (a start, or lanes just opened on an idle
 		// node): lanes pass at the ideal rate until the next tune.
@@ -86,23 +157,19 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	}
 	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
 	if c.sk != nil {
-		// By the time since the last tune: a controller whose lanes sat
-		// idle is not visited every tune interval (see Tree.Tune).
-		since := int64(c.cfg.tune)
-		if c.tuned {
-			since = max(0, t-c.tunedAt)
-		}
-		c.sk.decay(math.Exp2(-float64(since) / float64(c.cfg.scoreMemory)))
+		c.sk.decay(c.forget(t, e))
 		prm.cut = c.consensusCut(c.sk.upper(prm.p), t, e.period)
 		prm.nextCut = c.sk.upper(prm.nextP)
 	}
-	c.params.Store(prm)
+}
 
-	// Seed 000's smoothed quantities, for the snapshot.
+// record updates seed 000's smoothed quantities and the snapshot.
+func (c *Controller) record(t int64, e *estimate, g progress, prm *params, synced bool) {
+	T, span := c.b.Target, c.span(e)
 	P := c.cfg.decay
 	ideal := 0.0
 	if e.rate > 0 {
-		ideal = clamp01(T / span / conv / e.rate)
+		ideal = clamp01(T / span / g.conv / e.rate)
 	}
 	instProp := c.share
 	if e.peersKnown && e.rate > 0 {
@@ -117,7 +184,6 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	c.tuned, c.tunedAt = true, t
 
 	idealNow := c.sched.ideal(t, e.start, e.end)
-	slope := T / span
 	c.snap = Snapshot{
 		Budget:          c.b.Name,
 		At:              time.Unix(0, t),
@@ -127,17 +193,17 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 		ClusterOffered:  e.offered,
 		ClusterPassed:   e.passed,
 		ClusterRewards:  e.rewards,
-		Achieved:        achieved,
+		Achieved:        g.achieved,
 		ClusterRate:     e.rate,
 		LocalRate:       e.ownRate,
 		LocalProportion: c.proportion,
-		Conversion:      conv,
-		RewardDelay:     time.Duration(lead),
+		Conversion:      g.conv,
+		RewardDelay:     time.Duration(g.lead),
 		IdealPassRate:   c.idealRate,
 		WorkingPassRate: prm.p,
 		Cut:             prm.cut,
-		Lag:             idealNow - achieved,
-		LagTime:         time.Duration((idealNow - achieved) / slope * 1e9),
+		Lag:             idealNow - g.achieved,
+		LagTime:         time.Duration((idealNow - g.achieved) / (T / span) * 1e9),
 		Exhausted:       prm.exhausted,
 	}
 }
@@ -149,6 +215,39 @@ func (c *Controller) coldRate() (rate, burst float64) {
 	span := float64(c.sched.length-c.sched.reserve) / 1e9
 	rate = c.sched.target / span * c.share / float64(max(1, len(c.laneList)))
 	return rate, max(1, 2*rate*c.cfg.tune.Seconds())
+}
+
+// forget returns the factor the score sketch decays by at t. By the time
+// since the last tune, so that a controller whose lanes sat idle, and that
+// was not visited every tune interval (see Tree.Tune), forgets as much as
+// one visited in every round. Scores that drifted (scoresMoved) are
+// forgotten faster, down to a quarter at each tune that brought new
+// scores: it is the new scores that the sketch must soon be made of, and
+// an idle spell brings none (the rounds just after the last event would
+// otherwise judge again the interval the last busy tune judged, and
+// forget it again).
+func (c *Controller) forget(t int64, e *estimate) float64 {
+	since := int64(c.cfg.tune)
+	if c.tuned {
+		since = max(0, t-c.tunedAt)
+	}
+	f := math.Exp2(-float64(since) / float64(c.cfg.scoreMemory))
+	if e.fresh > 0 && c.scoresMoved(t) {
+		f = min(f, 0.25)
+	}
+	return f
+}
+
+// scoresMoved reports whether the scores have drifted away from the
+// sketch's: over the last sync interval the node passed a fraction of its
+// events that differs from the one its cuts were meant to pass by more
+// than four standard deviations of the count. The sketch then forgets its
+// past faster, and is soon made of the scores as they are now.
+func (c *Controller) scoresMoved(t int64) bool {
+	from := max(t-int64(c.cfg.sync), c.hist.oldest())
+	a, b := c.hist.at(from), c.hist.at(t)
+	exp, pas := b.exp-a.exp, b.pas-a.pas
+	return exp >= 20 && math.Abs(pas-exp) > 4*math.Sqrt(exp)
 }
 
 // consensusCut averages this node's cut with the cuts its fresh peers
@@ -169,7 +268,7 @@ func (c *Controller) consensusCut(own float64, t, period int64) float64 {
 	}
 	sum, total := own*w, w
 	for _, p := range c.peerList {
-		if t-p.at > int64(c.cfg.staleAfter) || p.rep.Period != period ||
+		if t-p.at > c.stale() || p.rep.Period != period ||
 			math.IsInf(p.rep.Cut, 0) || math.IsNaN(p.rep.Cut) || p.rep.Total.Offered == 0 {
 			continue
 		}

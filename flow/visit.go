@@ -56,6 +56,9 @@ func (t *Tree) round(n int64, ex Exchange, sync bool) {
 		t.alive.Store(a)
 	}
 	prev := t.lastRound
+	if t.rounds == 0 {
+		t.began.Store(n)
+	}
 	t.lastRound = max(n, prev)
 	t.rounds++
 	list := t.gather(n, sync)
@@ -168,9 +171,8 @@ func (c *Controller) fillGap(prev int64) {
 	if h.n == 0 {
 		return
 	}
-	newest := (h.head + 63) % 64
-	if h.t[newest] < prev {
-		h.add(prev, h.off[newest], h.pas[newest])
+	if newest := (h.head + histLen - 1) % histLen; h.t[newest] < prev {
+		h.add(prev, 0, 0, 0) // nothing offered, passed or meant since
 	}
 }
 

@@ -97,10 +97,10 @@
 // in LoadLedgers, which must not restore less than was committed.
 //
 //	kind 1  budget x source report, flow.Report      encoding.go   value 1.1
-//	kind 2  budget definition, BudgetDef              kinds.go      value 1.0
+//	kind 2  budget definition, BudgetDef              kinds.go      value 1.1
 //	kind 3  variant counts of one source, experiment  kinds.go      value 1.0
 //	kind 4  experiment definition, ExperimentDef      kinds.go      value 1.0
-//	kind 5  one record of a source's ledger           ledger_encoding.go  value 1.0
+//	kind 5  one record of a source's ledger           ledger_encoding.go  value 1.1
 //
 // Kinds 1 and 3 are what workers published before the ledger; no worker
 // writes them any more, and the new owner of a source tombstones the

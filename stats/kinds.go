@@ -20,7 +20,7 @@ import (
 //
 //	kind 2  budget definition, one per budget
 //	        key:   2, u16 budget
-//	        value: BudgetDef (major 1, minor 0)
+//	        value: BudgetDef (major 1, minor 1)
 //	kind 3  variant counts, one per layer x experiment x source
 //	        key:   3, u16 layer, u16 experiment, u16 source
 //	        value: VariantCounts (major 1, minor 0)
@@ -55,6 +55,9 @@ import (
 //	                   varint ns, flags byte (bit 0 rewards, bit 1 scored,
 //	                   bit 2 delay; other bits must be 0), Parent str,
 //	                   Origin str
+//	BudgetDef 1.1:     1.0, then Conversion float64, RewardDelay zig-zag
+//	                   varint ns (a reward budget's prior; zero when
+//	                   none), which a 1.0 reader skips
 //	VariantCounts 1.0: At time, count uvarint, then count x (variant str
 //	                   non-empty, strictly increasing; events uvarint;
 //	                   keys uvarint)
@@ -88,6 +91,7 @@ func (k Kind) String() string {
 
 const (
 	defMajor, defMinor = 1, 0
+	budgetDefMinor     = 1 // BudgetDef's minor: 1.1 carries the reward prior
 	flagRewards        = 1 << 0
 	flagScored         = 1 << 1
 	flagDelay          = 1 << 2
@@ -260,7 +264,7 @@ func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
 		return nil, nil, &ReportError{Budget: bd.Name, Msg: "parent or origin longer than MaxNameLen"}
 	}
 	b := make([]byte, 0, 64+len(bd.Parent)+len(d.Origin))
-	b = append(b, defMajor, defMinor)
+	b = append(b, defMajor, budgetDefMinor)
 	b = appendTime(b, d.At)
 	b = appendFloat(b, bd.Target)
 	b = appendTime(b, bd.Begin)
@@ -280,6 +284,8 @@ func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
 	b = append(b, flags)
 	b = appendStr(b, bd.Parent)
 	b = appendStr(b, d.Origin)
+	b = appendFloat(b, bd.Conversion)
+	b = binary.AppendVarint(b, int64(bd.RewardDelay))
 	return key, b, nil
 }
 
@@ -301,7 +307,11 @@ func decodeBudgetDef(value []byte, d *BudgetDef) error {
 	bd.Rewards, bd.Scored, bd.Delay = flags&flagRewards != 0, flags&flagScored != 0, flags&flagDelay != 0
 	bd.Parent = dec.str("parent")
 	d.Origin = dec.str("origin")
-	if minor <= defMinor {
+	if minor >= 1 {
+		bd.Conversion = dec.float64()
+		bd.RewardDelay = time.Duration(dec.varint())
+	}
+	if minor <= budgetDefMinor {
 		dec.end()
 	}
 	return dec.err

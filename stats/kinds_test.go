@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"testing"
@@ -74,17 +75,17 @@ func TestKindsRoundTrip(t *testing.T) {
 		t.Fatalf("tombstone: %+v, %v", got, err)
 	}
 
-	// A newer minor version's trailing fields are skipped; in 1.0 they are
-	// corrupt.
+	// A newer minor version's trailing fields are skipped; in the minor
+	// the record is written in (1.0, 1.1 for budgets) they are corrupt.
 	for i, r := range recs {
 		v := append([]byte(nil), r.Value...)
 		v = append(v, 0xff)
 		if _, err := DecodeRecord(r.Key, v); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("record %d: 1.0 with a trailing byte: err = %v", i, err)
+			t.Errorf("record %d: 1.%d with a trailing byte: err = %v", i, v[1], err)
 		}
-		v[1] = 1
+		v[1]++
 		if _, err := DecodeRecord(r.Key, v); err != nil {
-			t.Errorf("record %d: 1.1 with a trailing byte: err = %v", i, err)
+			t.Errorf("record %d: 1.%d with a trailing byte: err = %v", i, v[1], err)
 		}
 		v[0] = 2
 		if _, err := DecodeRecord(r.Key, v); !errors.Is(err, ErrUnknownVersion) {
@@ -305,6 +306,28 @@ func TestViewKinds(t *testing.T) {
 		totals, n := v.VariantTotals("ui", "checkout")
 		return n == 1 && totals["control"].Count == 49 && len(v.BudgetDefs()) == 0
 	})
+}
+
+// A budget definition of 1.0 (before the reward prior) decodes, without a
+// prior; one of 1.1 carries it.
+func TestBudgetDefPrior(t *testing.T) {
+	bd, _, _ := sampleDefs()
+	bd.Budget.Rewards, bd.Budget.Scored = true, false
+	bd.Budget.Conversion, bd.Budget.RewardDelay = 0.02, 15*time.Second
+	k, v, err := EncodeBudgetDef(bd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord(k, v)
+	if err != nil || got.Budget.Budget.Conversion != 0.02 || got.Budget.Budget.RewardDelay != 15*time.Second {
+		t.Fatalf("1.1: %+v, %v", got.Budget, err)
+	}
+	prior := 8 + len(binary.AppendVarint(nil, int64(bd.Budget.RewardDelay))) // float64, varint
+	v10 := append([]byte{1, 0}, v[2:len(v)-prior]...)
+	got, err = DecodeRecord(k, v10)
+	if err != nil || got.Budget.Budget.Conversion != 0 || got.Budget.Budget.RewardDelay != 0 || got.Budget.Budget.Target != bd.Budget.Target || got.Budget.Origin != bd.Origin {
+		t.Fatalf("1.0: %+v, %v", got.Budget, err)
+	}
 }
 
 // TestBudgetDefCoversEveryField sets every field of flow.Budget and checks

@@ -24,18 +24,19 @@ import (
 //	           uint32 big-endian
 //	(nothing may follow)
 //
-// Value, version 1.0 (a nil value is a tombstone: the key is obsolete):
+// Value, version 1.1 (a nil value is a tombstone: the key is obsolete):
 //
 //	byte 0     major = 1 (a decoder rejects other majors)
-//	byte 1     minor = 0
+//	byte 1     minor = 1 (1.0 is 1.1 without the budget entries'
+//	           conversion fields, below)
 //	Seq        uvarint, at least 1: the publication's sequence number
 //	At         time (as in encoding.go): the instant of the commit
 //	Offset     zig-zag varint, -1 or more: the source's next input offset
 //	Chunks     snapshot only: uvarint, the snapshot's chunk count
 //	           (the key's chunk number is below it)
 //	count      snapshot and delta only: uvarint, then count entries
-//	minor > 0: bytes after the known fields are skipped; in 1.0 they are
-//	           corrupt
+//	minor > 1: bytes after the known fields are skipped; in 1.0 and 1.1
+//	           they are corrupt
 //
 // Entry:
 //
@@ -47,7 +48,13 @@ import (
 //	     when its bits are not all zero), Since time, Total.Offered
 //	     uvarint, Total.Passed uvarint, [Total.Rewards float64],
 //	     Period zig-zag varint, InPeriod.Offered uvarint,
-//	     InPeriod.Passed uvarint, [InPeriod.Rewards float64], [Cut float64]
+//	     InPeriod.Passed uvarint, [InPeriod.Rewards float64], [Cut float64],
+//	     then, since 1.1 and only when one of them is not zero, a second
+//	     flags byte (bit 0 Conversion present, bit 1 RewardDelay present),
+//	     [Conversion float64], [RewardDelay zig-zag varint nanoseconds]:
+//	     the conversion fit of a reward budget, which a 1.0 reader skips
+//	     (a later minor that appends fields writes this byte first, zero
+//	     when neither is present)
 //	  2: layer str, experiment str, then the counts as in a VariantCounts
 //	     value (kinds.go)
 //	  3: budget str
@@ -57,9 +64,10 @@ import (
 // IEEE-754 binary64 little-endian. Within a record, budget entries (types
 // 1 and 3) come in strictly increasing name order, and so do experiment
 // entries (types 2 and 4) by (layer, experiment): one identity appears at
-// most once. In 1.0 an entry's content ends exactly at its length and its
-// type is one of the four; a newer minor may append fields to a content
-// or add types, which this build skips.
+// most once. In 1.0 and 1.1 an entry's content ends exactly at its length
+// and its type is one of the four; a newer minor may append fields to a
+// content or add types, which this build skips (as a 1.0 reader skips the
+// conversion fields of 1.1).
 
 // LedgerPart says which record of a source's ledger a key names.
 type LedgerPart byte
@@ -84,7 +92,7 @@ func (p LedgerPart) String() string {
 }
 
 const (
-	ledgerMajor, ledgerMinor = 1, 0
+	ledgerMajor, ledgerMinor = 1, 1
 
 	entryBudget            = 1
 	entryExperiment        = 2
@@ -94,6 +102,10 @@ const (
 	bodyRewards   = 1 << 0
 	bodyInRewards = 1 << 1
 	bodyCut       = 1 << 2
+
+	// the second flags byte (1.1)
+	bodyConversion  = 1 << 0
+	bodyRewardDelay = 1 << 1
 )
 
 // ExperimentID names an experiment: its layer and its name.
@@ -188,15 +200,18 @@ type entryBody struct {
 	period   int64
 	inPeriod flow.Counters
 	cut      float64
+	conv     float64 // Report.Conversion
+	delay    int64   // Report.RewardDelay
 }
 
 func bodyOf(r flow.Report) entryBody {
-	return entryBody{since: r.Since, total: r.Total, period: r.Period, inPeriod: r.InPeriod, cut: r.Cut}
+	return entryBody{since: r.Since, total: r.Total, period: r.Period, inPeriod: r.InPeriod, cut: r.Cut,
+		conv: r.Conversion, delay: int64(r.RewardDelay)}
 }
 
 func (b *entryBody) report(budget, source string, at time.Time) flow.Report {
 	return flow.Report{Budget: budget, Source: source, At: at, Since: b.since, Total: b.total,
-		Period: b.period, InPeriod: b.inPeriod, Cut: b.cut}
+		Period: b.period, InPeriod: b.inPeriod, Cut: b.cut, Conversion: b.conv, RewardDelay: time.Duration(b.delay)}
 }
 
 func sameCounters(a, b flow.Counters) bool {
@@ -206,7 +221,8 @@ func sameCounters(a, b flow.Counters) bool {
 // equal compares instants with Equal and floats bit for bit.
 func (b *entryBody) equal(o *entryBody) bool {
 	return b.since.Equal(o.since) && sameCounters(b.total, o.total) && b.period == o.period &&
-		sameCounters(b.inPeriod, o.inPeriod) && math.Float64bits(b.cut) == math.Float64bits(o.cut)
+		sameCounters(b.inPeriod, o.inPeriod) && math.Float64bits(b.cut) == math.Float64bits(o.cut) &&
+		math.Float64bits(b.conv) == math.Float64bits(o.conv) && b.delay == o.delay
 }
 
 // zero reports whether the entry counts nothing: readers keep no such
@@ -244,10 +260,30 @@ func appendBudgetContent(b []byte, name string, e *entryBody) []byte {
 	if flags&bodyCut != 0 {
 		b = appendFloat(b, e.cut)
 	}
+	var conv byte
+	if math.Float64bits(e.conv) != 0 {
+		conv |= bodyConversion
+	}
+	if e.delay != 0 {
+		conv |= bodyRewardDelay
+	}
+	if conv == 0 {
+		return b // as in 1.0
+	}
+	b = append(b, conv)
+	if conv&bodyConversion != 0 {
+		b = appendFloat(b, e.conv)
+	}
+	if conv&bodyRewardDelay != 0 {
+		b = binary.AppendVarint(b, e.delay)
+	}
 	return b
 }
 
-func (d *decoder) budgetContent() entryBody {
+// budgetContent reads the content of a budget entry (after the name): the
+// fields of the given minor version; newer is set when the value is of a
+// later minor (its flags may have bits this build does not know).
+func (d *decoder) budgetContent(minor byte, newer bool) entryBody {
 	var e entryBody
 	at := d.pos
 	flags := d.byte()
@@ -267,6 +303,20 @@ func (d *decoder) budgetContent() entryBody {
 	e.inPeriod.Offered, e.inPeriod.Passed = d.uvarint(), d.uvarint()
 	e.inPeriod.Rewards = opt(bodyInRewards)
 	e.cut = opt(bodyCut)
+	if minor < 1 || d.rest() == 0 || d.err != nil {
+		return e
+	}
+	at = d.pos
+	conv := d.byte()
+	if d.err == nil && !newer && conv&^(bodyConversion|bodyRewardDelay) != 0 {
+		d.fail(at, ErrCorrupt, "unknown conversion flags %#x", conv)
+	}
+	if conv&bodyConversion != 0 {
+		e.conv = d.float64()
+	}
+	if conv&bodyRewardDelay != 0 {
+		e.delay = d.varint()
+	}
 	return e
 }
 
@@ -298,6 +348,12 @@ type ledgerHeader struct {
 // chunk index), appending its entries to ents. On error ents is returned
 // as it was given.
 func decodeLedgerValue(part LedgerPart, index uint32, value []byte, ents []rawEntry) (ledgerHeader, []rawEntry, error) {
+	return decodeLedgerAs(ledgerMinor, part, index, value, ents)
+}
+
+// decodeLedgerAs is decodeLedgerValue by a reader that knows the minor
+// versions up to known (the tests read as a 1.0 reader does).
+func decodeLedgerAs(known byte, part LedgerPart, index uint32, value []byte, ents []rawEntry) (ledgerHeader, []rawEntry, error) {
 	d := decoder{what: "ledger " + part.String(), b: value}
 	minor := d.version(ledgerMajor)
 	var h ledgerHeader
@@ -320,9 +376,9 @@ func decodeLedgerValue(part LedgerPart, index uint32, value []byte, ents []rawEn
 	}
 	start := len(ents)
 	if part != LedgerHeartbeat {
-		ents = d.entries(minor, ents)
+		ents = d.entries(minor, known, ents)
 	}
-	if minor <= ledgerMinor {
+	if minor <= known {
 		d.end()
 	}
 	if d.err != nil {
@@ -332,8 +388,9 @@ func decodeLedgerValue(part LedgerPart, index uint32, value []byte, ents []rawEn
 	return h, ents, nil
 }
 
-// entries reads a count and the entries that follow.
-func (d *decoder) entries(minor byte, ents []rawEntry) []rawEntry {
+// entries reads a count and the entries that follow, of a value of the
+// given minor version by a reader that knows the minors up to known.
+func (d *decoder) entries(minor, known byte, ents []rawEntry) []rawEntry {
 	at := d.pos
 	n := d.uvarint()
 	if d.err == nil && n > uint64(d.rest()/2) { // an entry takes at least 2 bytes
@@ -352,7 +409,7 @@ func (d *decoder) entries(minor byte, ents []rawEntry) []rawEntry {
 		case entryBudget, entryBudgetDropped:
 			e.name = sub.nameBytes("budget")
 			if typ == entryBudget {
-				e.body = sub.budgetContent()
+				e.body = sub.budgetContent(min(minor, known), minor > known)
 			}
 			if sub.err == nil && lastBudget != nil && bytes.Compare(e.name, lastBudget) <= 0 {
 				sub.fail(at, ErrCorrupt, "budget %q out of order or repeated", e.name)
@@ -368,12 +425,12 @@ func (d *decoder) entries(minor byte, ents []rawEntry) []rawEntry {
 			}
 			lastLayer, lastExp = e.name, e.name2
 		default:
-			if minor <= ledgerMinor {
+			if minor <= known {
 				d.fail(at, ErrCorrupt, "unknown entry type %d", typ)
 			}
 			continue // a newer minor's entry type
 		}
-		if minor <= ledgerMinor {
+		if minor <= known {
 			sub.end()
 		}
 		if sub.err != nil {

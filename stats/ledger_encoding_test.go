@@ -88,19 +88,69 @@ func TestLedgerKeyLayout(t *testing.T) {
 	}
 }
 
-// TestLedgerValueLayout pins the bytes of a 1.0 delta: changing them needs
-// a new version.
+// TestLedgerValueLayout pins the bytes of a 1.1 delta: changing them needs
+// a new version. A budget entry without a conversion fit is as in 1.0.
 func TestLedgerValueLayout(t *testing.T) {
 	r := LedgerRecord{Source: "s/0", Part: LedgerDelta, Seq: 5, At: time.Unix(1, 2), Offset: -1,
-		Reports: []flow.Report{{Budget: "b", Since: time.Unix(3, 0), Total: flow.Counters{Offered: 7, Passed: 6}, Period: -1, InPeriod: flow.Counters{Passed: 1, Rewards: 1}}}}
+		Reports: []flow.Report{
+			{Budget: "b", Since: time.Unix(3, 0), Total: flow.Counters{Offered: 7, Passed: 6}, Period: -1, InPeriod: flow.Counters{Passed: 1, Rewards: 1}},
+			{Budget: "c", Since: time.Unix(3, 0), Total: flow.Counters{Offered: 7, Passed: 6}, Period: -1, Conversion: 0.5, RewardDelay: 3},
+		}}
 	_, v, err := EncodeLedger(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{1, 0, 5, 2, 2, 1, 1, // version, seq, at (1 s, 2 ns), offset -1, 1 entry
-		1, 18, 1, 'b', bodyInRewards, 6, 0, 7, 6, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f} // budget entry
+	want := []byte{1, 1, 5, 2, 2, 1, 2, // version, seq, at (1 s, 2 ns), offset -1, 2 entries
+		1, 18, 1, 'b', bodyInRewards, 6, 0, 7, 6, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, // budget entry
+		1, 20, 1, 'c', 0, 6, 0, 7, 6, 1, 0, 0, // budget entry, then its conversion fields:
+		bodyConversion | bodyRewardDelay, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 6} // 0.5, 3 ns
 	if !bytes.Equal(v, want) {
 		t.Fatalf("value = % x\nwant    % x", v, want)
+	}
+}
+
+// A 1.0 value (written before the conversion fields) decodes as it did;
+// a 1.1 value decodes, for a 1.0 reader, to the same entries without the
+// conversion fields (it skips what follows the fields it knows).
+func TestLedgerMinorVersions(t *testing.T) {
+	k, _ := LedgerKey("s/0", LedgerDelta, 0)
+	v10 := []byte{1, 0, 5, 2, 2, 1, 1, 1, 10, 1, 'c', 0, 6, 0, 7, 6, 1, 0, 0}
+	got, err := DecodeLedger(k, v10)
+	if err != nil || len(got.Reports) != 1 || got.Reports[0].Total.Passed != 6 || got.Reports[0].Conversion != 0 {
+		t.Fatalf("1.0 value: %+v, %v", got, err)
+	}
+	r := sampleLedger(LedgerDelta)
+	r.Reports[0].Conversion, r.Reports[0].RewardDelay = 0.02, 15*time.Second
+	_, v, err := EncodeLedger(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, now, err := decodeLedgerAs(ledgerMinor, LedgerDelta, 0, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, old, err := decodeLedgerAs(0, LedgerDelta, 0, v, nil)
+	if err != nil || len(old) != len(now) {
+		t.Fatalf("a 1.0 reader: %d entries (%v), want %d", len(old), err, len(now))
+	}
+	var fits int
+	for i := range now {
+		b := now[i].body
+		if b.conv != 0 || b.delay != 0 {
+			fits++
+		}
+		b.conv, b.delay = 0, 0
+		if string(old[i].name) != string(now[i].name) || !old[i].body.equal(&b) {
+			t.Errorf("entry %d: a 1.0 reader reads %+v, want %+v without the fit", i, old[i], now[i])
+		}
+	}
+	if fits != 1 {
+		t.Errorf("%d entries with a conversion fit, want 1", fits)
+	}
+	got, err = DecodeLedger(k, v)
+	if rep := got.Reports[slices.IndexFunc(got.Reports, func(x flow.Report) bool { return x.Budget == r.Reports[0].Budget })]; err != nil ||
+		rep.Conversion != 0.02 || rep.RewardDelay != 15*time.Second {
+		t.Fatalf("round trip: %+v, %v", rep, err)
 	}
 }
 
@@ -175,6 +225,9 @@ func TestLedgerDecodeRejects(t *testing.T) {
 	corrupt("too many entries", k, []byte{1, 0, 1, 0, 0, 1, 9, 1, 0}, ErrCorrupt)
 	corrupt("unknown type in 1.0", k, []byte{1, 0, 1, 0, 0, 1, 1, 9, 0}, ErrCorrupt)
 	corrupt("unknown flags", k, []byte{1, 0, 1, 0, 0, 1, 1, 1, 11, 1, 'b', 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrCorrupt)
+	corrupt("unknown conversion flags in 1.1", k, []byte{1, 1, 1, 0, 0, 1, 1, 1, 11, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}, ErrCorrupt)
+	corrupt("truncated conversion", k, []byte{1, 1, 1, 0, 0, 1, 1, 1, 11, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, ErrCorrupt)
+	corrupt("1.1 entry trailing", k, []byte{1, 1, 1, 0, 0, 1, 1, 1, 13, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 6, 0}, ErrCorrupt)
 	corrupt("out of order", k, []byte{1, 0, 1, 0, 0, 1, 2, 3, 2, 1, 'b', 3, 2, 1, 'a'}, ErrCorrupt)
 	corrupt("repeated", k, []byte{1, 0, 1, 0, 0, 1, 2, 3, 2, 1, 'a', 3, 2, 1, 'a'}, ErrCorrupt)
 	hb, _ := LedgerKey("events/3", LedgerHeartbeat, 0)
@@ -182,15 +235,15 @@ func TestLedgerDecodeRejects(t *testing.T) {
 	sk, _ := LedgerKey("events/3", LedgerSnapshot, 2)
 	corrupt("chunk past count", sk, []byte{1, 0, 1, 0, 0, 1, 2, 0}, ErrCorrupt)
 
-	// A 1.1 value: an unknown entry type and bytes after a known entry's
+	// A 1.2 value: an unknown entry type and bytes after a known entry's
 	// fields and after the value are skipped.
-	newer := []byte{1, 1, 1, 0, 0, 1, 2,
+	newer := []byte{1, 2, 1, 0, 0, 1, 2,
 		9, 2, 0xaa, 0xbb, // unknown type
 		3, 3, 1, 'a', 0xcc, // dropped "a", one byte more
 		0xdd} // after the entries
 	got, err := DecodeLedger(k, newer)
 	if err != nil || len(got.DroppedBudgets) != 1 || got.DroppedBudgets[0] != "a" {
-		t.Fatalf("1.1: %+v, %v", got, err)
+		t.Fatalf("1.2: %+v, %v", got, err)
 	}
 }
 
@@ -204,7 +257,8 @@ func FuzzDecodeLedger(f *testing.F) {
 	}
 	k, _ := LedgerKey("s/0", LedgerDelta, 0)
 	f.Add(k, []byte(nil))
-	f.Add(k, []byte{1, 1, 1, 0, 0, 1, 2, 9, 2, 0xaa, 0xbb, 3, 3, 1, 'a', 0xcc, 0xdd})
+	f.Add(k, []byte{1, 2, 1, 0, 0, 1, 2, 9, 2, 0xaa, 0xbb, 3, 3, 1, 'a', 0xcc, 0xdd})
+	f.Add(k, []byte{1, 2, 1, 0, 0, 1, 1, 1, 14, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf2, 6, 0xee, 0xff})
 	f.Add([]byte{5}, []byte{1, 0})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		r, err := DecodeLedger(key, value)

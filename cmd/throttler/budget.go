@@ -24,7 +24,7 @@ import (
 var budgetFlagOf = map[string]string{
 	"name": "name", "target": "target", "begin": "begin", "end": "end",
 	"reserve": "reserve", "period": "period", "kind": "kind", "scored": "scored", "parent": "parent",
-	"action": "action",
+	"action": "action", "conversion": "conversion", "reward_delay": "reward-delay",
 }
 
 // controlFlags are the flags every budget command shares: where the
@@ -131,6 +131,8 @@ reward topics.`,
 		fs.DurationVar(&b.Reserve, "reserve", 0, "finish this `long` before -end")
 		fs.DurationVar(&b.Period, "period", 0, "a period budget: -target per `period` (instead of -begin/-end)")
 		kind := fs.String("kind", string(config.KindPasses), "what -target counts: passes or rewards")
+		fs.Float64Var(&b.Conversion, "conversion", 0, "rewards budgets: rewards per pass expected until rewards tell (optional `prior`)")
+		fs.DurationVar(&b.RewardDelay, "reward-delay", 0, "rewards budgets: how `long` after a pass its rewards come, expected until rewards tell (optional prior)")
 		fs.BoolVar(&b.Scored, "scored", false, "highest scores pass first")
 		fs.StringVar(&b.Parent, "parent", "", "`name` of the budget above this one")
 		action := fs.String("action", "", "over the budget: reject (default) or delay (pause the partitions until the next period; period budgets only)")

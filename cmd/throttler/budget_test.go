@@ -170,6 +170,8 @@ func TestBudgetSetBadFlags(t *testing.T) {
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--reserve", "1m"}, "-reserve"},
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--parent", "x"}, "-parent"},
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "wait"}, "-action"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--conversion", "0.1"}, "-conversion"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--kind", "rewards", "--reward-delay", "-1s"}, "-reward-delay"},
 		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "delay", "--parent", "p"}, "-parent"},
 	}
 	for _, c := range cases {

@@ -9,13 +9,16 @@ import (
 )
 
 // lossyExchange is a flow.Exchange in virtual time: a publication becomes
-// visible delay after it was made, or never (with probability loss).
+// visible delay after it was made, or never (with probability loss, or
+// when it is made during an outage). During an outage nothing new becomes
+// visible either: readers keep the view they had.
 type lossyExchange struct {
 	delay   int64
 	loss    float64
 	rng     *rand.Rand
 	now     int64
-	pending []pending // in publication order, so in visibility order
+	outages [][2]int64 // [from, to) in Unix nanoseconds
+	pending []pending  // in publication order, so in visibility order
 	latest  map[string]map[string]flow.Report
 	records int
 }
@@ -25,19 +28,31 @@ type pending struct {
 	r       flow.Report
 }
 
-func newLossyExchange(delay int64, loss float64, seed uint64) *lossyExchange {
+func newLossyExchange(delay int64, loss float64, seed uint64, outages [][2]int64) *lossyExchange {
 	return &lossyExchange{
-		delay:  delay,
-		loss:   loss,
-		rng:    rand.New(rand.NewPCG(seed, 0x5eed)),
-		latest: map[string]map[string]flow.Report{},
+		delay:   delay,
+		loss:    loss,
+		rng:     rand.New(rand.NewPCG(seed, 0x5eed)),
+		outages: outages,
+		latest:  map[string]map[string]flow.Report{},
 	}
 }
 
+// down reports whether the exchange is out at t.
+func (x *lossyExchange) down(t int64) bool {
+	for _, o := range x.outages {
+		if t >= o[0] && t < o[1] {
+			return true
+		}
+	}
+	return false
+}
+
 func (x *lossyExchange) Publish(rs []flow.Report) error {
+	out := x.down(x.now)
 	for _, r := range rs {
 		x.records++
-		if x.loss > 0 && x.rng.Float64() < x.loss {
+		if out || x.loss > 0 && x.rng.Float64() < x.loss {
 			continue
 		}
 		x.pending = append(x.pending, pending{visible: x.now + x.delay, r: r})
@@ -45,9 +60,12 @@ func (x *lossyExchange) Publish(rs []flow.Report) error {
 	return nil
 }
 
-// advance makes visible what is due at now.
+// advance makes visible what is due at now, unless the exchange is out.
 func (x *lossyExchange) advance(now int64) {
 	x.now = now
+	if x.down(now) {
+		return
+	}
 	i := 0
 	for ; i < len(x.pending) && x.pending[i].visible <= now; i++ {
 		r := x.pending[i].r

@@ -129,7 +129,7 @@ func runScale(t *testing.T, sp scaleSpec) scaleResult {
 	for k, b := range budgets {
 		names[k] = []byte(b.Name)
 	}
-	ex := newLossyExchange(0, 0, sp.seed)
+	ex := newLossyExchange(0, 0, sp.seed, nil)
 	nodes := make([]*scaleNode, sp.nodes)
 	for i := range nodes {
 		nodes[i] = newScaleNode(t, sp, i, budgets, ex)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -47,14 +46,69 @@ type Scenario struct {
 	Seed         uint64   `yaml:"seed"`
 	Nodes        []Node   `yaml:"nodes"`
 	Budgets      []Budget `yaml:"budgets"`
+	// Partitions, when set, makes the traffic belong to partitions that
+	// move between the nodes (partition mode); the nodes then only say
+	// who is in the group when. Without it every node is a source of its
+	// own traffic, which dies with it (node mode).
+	Partitions *Partitions `yaml:"partitions"`
+	// Outages are spans when the exchange is down: what is published
+	// then is lost, and readers keep the view they had.
+	Outages []Span `yaml:"outages"`
+	// Restarts are spans when the broker is down (partition mode): every
+	// node loses its partitions and its uncommitted work, the exchange is
+	// out, and events produced meanwhile wait; after it, the partitions
+	// are assigned again (after Partitions.Rebalance) and read from their
+	// last commits.
+	Restarts []Span `yaml:"restarts"`
+}
+
+// Span is a span of virtual time, [From, To).
+type Span struct {
+	From Duration `yaml:"from"`
+	To   Duration `yaml:"to"`
+}
+
+// Partitions is the traffic of partition mode: Count partitions share the
+// cluster's Rate, each its weight, 1/(i+1)^Skew normalised. A partition is
+// owned by one live node at a time, assigned stickily: a node that joins
+// takes partitions from the most loaded ones, a node that leaves or
+// crashes hands its own to the least loaded.
+type Partitions struct {
+	Count  int     `yaml:"count"`
+	Rate   float64 `yaml:"rate"` // events per second, over all partitions
+	Skew   float64 `yaml:"skew"`
+	Jitter float64 `yaml:"jitter"` // relative noise on each partition's rate, per second
+	Steps  []Step  `yaml:"steps"`  // changes of Rate
+	// CommitInterval is how often an owner commits its partitions: their
+	// counters (restored by the next owner) and the decisions made since
+	// the last commit, which a crash loses (optional, default 100ms).
+	CommitInterval Duration `yaml:"commit_interval"`
+	// SessionTimeout is how long a crashed node's partitions wait for a
+	// new owner (optional, default 6s).
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// Rebalance is how long a partition that moves for a join, a leave or
+	// after a broker restart waits for its new owner (optional, default
+	// 1s).
+	Rebalance Duration `yaml:"rebalance"`
+	// CatchUp is how many times its rate a partition is read at while it
+	// is behind (optional, default 10).
+	CatchUp float64 `yaml:"catch_up"`
 }
 
 // Node is one simulated worker and the traffic offered to it.
 type Node struct {
-	Name   string    `yaml:"name"`
-	Rate   float64   `yaml:"rate"` // events per second
-	Start  *Duration `yaml:"start"`
-	Stop   *Duration `yaml:"stop"` // the node dies: its traffic is gone
+	Name  string    `yaml:"name"`
+	Rate  float64   `yaml:"rate"` // events per second
+	Start *Duration `yaml:"start"`
+	// Stop: the node leaves. In node mode its traffic is gone and its last
+	// publication stands for it; in partition mode it commits and hands
+	// its partitions over.
+	Stop *Duration `yaml:"stop"`
+	// Crash: the node is killed (partition mode; in node mode the same as
+	// Stop). What it decided since its last commit is lost (the events
+	// are read again by the next owner), what it committed since its last
+	// publication is unseen until the next owner publishes it.
+	Crash  *Duration `yaml:"crash"`
 	Steps  []Step    `yaml:"steps"`
 	Jitter float64   `yaml:"jitter"` // relative noise on the rate, per second
 }
@@ -76,14 +130,37 @@ type Budget struct {
 	Share   *float64    `yaml:"share"` // of every node's events; default 1 for leaves, 0 for parents
 	Reward  *RewardSpec `yaml:"reward"`
 	Score   string      `yaml:"score"` // uniform | normal | exponential
+	Drift   []Drift     `yaml:"drift"` // changes of the score distribution
 	Parent  string      `yaml:"parent"`
+	// Prior is what the budget's definition tells flow of its rewards
+	// before any is seen (reward budgets, optional): flow.Budget's
+	// Conversion and RewardDelay.
+	Prior *Prior `yaml:"prior"`
+}
+
+// Prior is a reward budget's prior conversion ratio and reward delay.
+type Prior struct {
+	Conversion float64  `yaml:"conversion"`
+	Delay      Duration `yaml:"delay"`
+}
+
+// Drift changes a budget's scores from At on: score × Scale + Shift.
+type Drift struct {
+	At    Duration `yaml:"at"`
+	Shift float64  `yaml:"shift"`
+	Scale float64  `yaml:"scale"` // default 1
 }
 
 // RewardSpec makes a budget count rewards: each pass converts with
-// Probability after Delay.
+// Probability after a delay: Delay itself, or drawn from Distribution with
+// mean Delay.
 type RewardSpec struct {
 	Probability float64  `yaml:"probability"`
 	Delay       Duration `yaml:"delay"`
+	// Distribution is fixed (default), exponential, or lognormal (with
+	// Sigma, default 1: a long tail).
+	Distribution string  `yaml:"distribution"`
+	Sigma        float64 `yaml:"sigma"`
 }
 
 // FieldError names a scenario field and what is wrong with it.
@@ -134,6 +211,20 @@ func (s *Scenario) defaults() {
 	if s.TuneInterval == 0 {
 		s.TuneInterval = Duration(100 * time.Millisecond)
 	}
+	if p := s.Partitions; p != nil {
+		if p.CommitInterval == 0 {
+			p.CommitInterval = Duration(100 * time.Millisecond)
+		}
+		if p.SessionTimeout == 0 {
+			p.SessionTimeout = Duration(6 * time.Second)
+		}
+		if p.Rebalance == 0 {
+			p.Rebalance = Duration(time.Second)
+		}
+		if p.CatchUp == 0 {
+			p.CatchUp = 10
+		}
+	}
 	parents := map[string]bool{}
 	for _, b := range s.Budgets {
 		if b.Parent != "" {
@@ -150,125 +241,6 @@ func (s *Scenario) defaults() {
 			b.Share = &v
 		}
 	}
-}
-
-// Validate checks every field and returns the first problem, naming it.
-func (s *Scenario) Validate() error {
-	bad := func(field, format string, a ...any) error {
-		return &FieldError{Field: field, Reason: fmt.Sprintf(format, a...)}
-	}
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	switch {
-	case s.Duration <= 0:
-		return bad("duration", "must be positive")
-	case s.SyncInterval <= 0:
-		return bad("sync_interval", "must be positive")
-	case s.SyncDelay < 0:
-		return bad("sync_delay", "must not be negative")
-	case !(s.SyncLoss >= 0 && s.SyncLoss < 1):
-		return bad("sync_loss", "must be a probability in [0, 1)")
-	case s.TuneInterval <= 0:
-		return bad("tune_interval", "must be positive")
-	case len(s.Nodes) == 0:
-		return bad("nodes", "at least one node is needed")
-	case len(s.Budgets) == 0:
-		return bad("budgets", "at least one budget is needed")
-	}
-	names := map[string]bool{}
-	for i, n := range s.Nodes {
-		f := fmt.Sprintf("nodes[%d]", i)
-		switch {
-		case n.Name == "":
-			return bad(f+".name", "must not be empty")
-		case names[n.Name]:
-			return bad(f+".name", "%q is used twice", n.Name)
-		case !(n.Rate >= 0) || !finite(n.Rate):
-			return bad(f+".rate", "must be a finite number ≥ 0")
-		case !(n.Jitter >= 0 && n.Jitter <= 1):
-			return bad(f+".jitter", "must be in [0, 1]")
-		case n.Start != nil && *n.Start < 0:
-			return bad(f+".start", "must not be negative")
-		case n.Stop != nil && n.Start != nil && *n.Stop <= *n.Start:
-			return bad(f+".stop", "must be after start")
-		case n.Stop != nil && *n.Stop <= 0:
-			return bad(f+".stop", "must be positive")
-		}
-		names[n.Name] = true
-		for j, st := range n.Steps {
-			g := fmt.Sprintf("%s.steps[%d]", f, j)
-			switch {
-			case st.At < 0:
-				return bad(g+".at", "must not be negative")
-			case j > 0 && st.At <= n.Steps[j-1].At:
-				return bad(g+".at", "steps must be in increasing time order")
-			case !(st.Rate >= 0) || !finite(st.Rate):
-				return bad(g+".rate", "must be a finite number ≥ 0")
-			}
-		}
-	}
-	budgets := map[string]int{}
-	for i, b := range s.Budgets {
-		f := fmt.Sprintf("budgets[%d]", i)
-		if b.Name == "" {
-			return bad(f+".name", "must not be empty")
-		}
-		if _, dup := budgets[b.Name]; dup {
-			return bad(f+".name", "%q is used twice", b.Name)
-		}
-		budgets[b.Name] = i
-		switch {
-		case !(b.Target > 0) || !finite(b.Target):
-			return bad(f+".target", "must be a positive number")
-		case b.Period < 0:
-			return bad(f+".period", "must not be negative")
-		case b.Period > 0 && b.End != nil:
-			return bad(f+".period", "use either period or begin/end, not both")
-		case b.Period == 0 && b.End == nil:
-			return bad(f+".end", "a budget needs an end (with an optional begin) or a period")
-		case b.Begin != nil && *b.Begin < 0:
-			return bad(f+".begin", "must not be negative")
-		case b.End != nil && *b.End <= b.begin():
-			return bad(f+".end", "must be after begin")
-		case b.Reserve < 0:
-			return bad(f+".reserve", "must not be negative")
-		case b.Period > 0 && b.Reserve >= b.Period:
-			return bad(f+".reserve", "must be shorter than the period")
-		case b.End != nil && b.Reserve.D() >= b.End.D()-b.begin().D():
-			return bad(f+".reserve", "must be shorter than the window")
-		case !(*b.Share >= 0 && *b.Share <= 1):
-			return bad(f+".share", "must be in [0, 1]")
-		}
-		switch b.Score {
-		case "", "uniform", "normal", "exponential":
-		default:
-			return bad(f+".score", "%q is not one of uniform, normal, exponential", b.Score)
-		}
-		if r := b.Reward; r != nil {
-			switch {
-			case !(r.Probability > 0 && r.Probability <= 1):
-				return bad(f+".reward.probability", "must be in (0, 1]")
-			case r.Delay < 0:
-				return bad(f+".reward.delay", "must not be negative")
-			}
-		}
-	}
-	for i, b := range s.Budgets {
-		if b.Parent == "" {
-			continue
-		}
-		f := fmt.Sprintf("budgets[%d].parent", i)
-		if _, ok := budgets[b.Parent]; !ok {
-			return bad(f, "no budget named %q", b.Parent)
-		}
-		seen := map[string]bool{b.Name: true}
-		for p := b.Parent; p != ""; p = s.Budgets[budgets[p]].Parent {
-			if seen[p] {
-				return bad(f, "parents form a cycle through %q", p)
-			}
-			seen[p] = true
-		}
-	}
-	return nil
 }
 
 func (b *Budget) begin() Duration {

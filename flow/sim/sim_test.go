@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,17 +77,7 @@ func TestScenarioSeeds(t *testing.T) {
 func checkBars(t *testing.T, bars map[string]map[string]bar, seed uint64) {
 	for name, budgets := range bars {
 		t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
-			sc, err := Load(filepath.Join("testdata", name+".yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if seed != 0 {
-				sc.Seed = seed
-			}
-			res, err := Run(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runFile(t, name+".yaml", seed)
 			if len(res.Budgets) != len(budgets) {
 				t.Fatalf("%d budgets in the result, want %d", len(res.Budgets), len(budgets))
 			}
@@ -201,18 +190,27 @@ func TestBadScenario(t *testing.T) {
 		t.Fatalf("good scenario: %v", err)
 	}
 	cases := map[string]string{
-		"duration: -1s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 10, end: 10s}]":                                              "duration",
-		"duration: ten\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 10, end: 10s}]":                                              "not a duration",
-		"duration: 10s\nnodes: [{name: a, rate: -10}]\nbudgets: [{name: b, target: 10, end: 10s}]":                                             "nodes[0].rate",
-		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 0, end: 10s}]":                                               "budgets[0].target",
-		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 10s, period: 1s}]":                                   "budgets[0].period",
-		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1}]":                                                         "budgets[0].end",
-		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, score: zipf}]":                                   "budgets[0].score",
-		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, parent: x}]":                                     "budgets[0].parent",
-		"duration: 10s\nsync_loss: 1\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s}]":                                  "sync_loss",
-		"duration: 10s\nnodes: [{name: a, rate: 10, colour: red}]\nbudgets: [{name: b, target: 1, end: 1s}]":                                   "colour",
-		"duration: 10s\nnodes: []\nbudgets: [{name: b, target: 1, end: 1s}]":                                                                   "nodes",
-		"duration: 10s\nnodes: [{name: a, rate: 10, steps: [{at: 5s, rate: 1}, {at: 2s, rate: 1}]}]\nbudgets: [{name: b, target: 1, end: 1s}]": "nodes[0].steps[1].at",
+		"duration: -1s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 10, end: 10s}]":                                               "duration",
+		"duration: ten\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 10, end: 10s}]":                                               "not a duration",
+		"duration: 10s\nnodes: [{name: a, rate: -10}]\nbudgets: [{name: b, target: 10, end: 10s}]":                                              "nodes[0].rate",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 0, end: 10s}]":                                                "budgets[0].target",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 10s, period: 1s}]":                                    "budgets[0].period",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1}]":                                                          "budgets[0].end",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, score: zipf}]":                                    "budgets[0].score",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, parent: x}]":                                      "budgets[0].parent",
+		"duration: 10s\nsync_loss: 1\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s}]":                                   "sync_loss",
+		"duration: 10s\nnodes: [{name: a, rate: 10, colour: red}]\nbudgets: [{name: b, target: 1, end: 1s}]":                                    "colour",
+		"duration: 10s\nnodes: []\nbudgets: [{name: b, target: 1, end: 1s}]":                                                                    "nodes",
+		"duration: 10s\nnodes: [{name: a, rate: 10, steps: [{at: 5s, rate: 1}, {at: 2s, rate: 1}]}]\nbudgets: [{name: b, target: 1, end: 1s}]":  "nodes[0].steps[1].at",
+		"duration: 10s\npartitions: {count: 0, rate: 10}\nnodes: [{name: a}]\nbudgets: [{name: b, target: 1, end: 1s}]":                         "partitions.count",
+		"duration: 10s\npartitions: {count: 2, rate: 10}\nnodes: [{name: a, rate: 5}]\nbudgets: [{name: b, target: 1, end: 1s}]":                "nodes[0].rate",
+		"duration: 10s\npartitions: {count: 2, rate: 10, commit_interval: 300ms}\nnodes: [{name: a}]\nbudgets: [{name: b, target: 1, end: 1s}]": "partitions.commit_interval",
+		"duration: 10s\nrestarts: [{from: 1s, to: 2s}]\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s}]":                 "restarts",
+		"duration: 10s\noutages: [{from: 2s, to: 1s}]\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s}]":                  "outages[0].to",
+		"duration: 10s\nnodes: [{name: a, rate: 10, stop: 2s, crash: 3s}]\nbudgets: [{name: b, target: 1, end: 1s}]":                            "nodes[0].crash",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, reward: {probability: 0.1, distribution: zipf}}]": "budgets[0].reward.distribution",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, score: normal, drift: [{at: 2s}, {at: 1s}]}]":     "budgets[0].drift[1]",
+		"duration: 10s\nnodes: [{name: a, rate: 10}]\nbudgets: [{name: b, target: 1, end: 1s, prior: {conversion: 0.1}}]":                       "budgets[0].prior",
 	}
 	for in, want := range cases {
 		_, err := Parse([]byte(in))

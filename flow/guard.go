@@ -1,0 +1,158 @@
+package flow
+
+import (
+	"math"
+	"sync/atomic"
+)
+
+// Over-target protection. The working pass rate paces a budget on
+// estimates; three guards keep those estimates' errors from spending more
+// than the target:
+//
+//   - the hard stop: a budget is exhausted once what is achieved, counting
+//     what peers that went stale may have passed since their last report
+//     (their pass rate over a sync interval: a peer gone quiet published
+//     at least that often before), plus a margin for the error of what the
+//     fresh peers are estimated to have passed since theirs (twice the
+//     error their next reports have shown), reaches the target;
+//   - the node's allowance: a node's lanes pass at most twice its part of
+//     the wanted cluster pass rate (plus a sync interval's worth), so that
+//     a burst (a backlog read at once after a rebalance or a broker
+//     restart) is not passed at a working fraction tuned for the traffic
+//     before it;
+//   - one node at a time when few passes are left: once fewer passes
+//     remain than there are nodes (the last ones, which nodes deciding at
+//     once on the same picture would each take), and throughout for
+//     unscored budgets too small to give every node a pass per sync
+//     interval, only the node owning the first source by name (among its
+//     own and the peers' fresh ones) passes, from what it knows exactly of
+//     its own passes.
+
+// allowance is what a node's lanes of one budget may pass, shared by the
+// lanes (one atomic add per pass): a token bucket that starts with burst
+// tokens at from and fills at rate per nanosecond, never past limit
+// passes in all.
+type allowance struct {
+	limit int64
+	from  int64
+	burst float64
+	rate  float64
+	used  atomic.Int64
+}
+
+// take reserves one pass at t, or reports that the allowance is spent. A
+// spent allowance costs a load, not a write to the line the node's lanes
+// share.
+func (a *allowance) take(t int64) bool {
+	for {
+		n := a.used.Load() + 1
+		if n > a.limit || float64(n) > a.burst+a.rate*float64(t-a.from) {
+			return false
+		}
+		if a.used.CompareAndSwap(n-1, n) {
+			return true
+		}
+	}
+}
+
+// give returns a pass taken but not made (a level above refused it).
+func (a *allowance) give() { a.used.Add(-1) }
+
+// guard sets the node's allowance in prm, and stops the lanes of a node
+// that is not the one to pass the last few passes (or a sparse budget's).
+// left is what may still be passed, in passes.
+func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *params) {
+	if prm.cold || prm.exhausted || c.b.Delay {
+		return
+	}
+	// The node's traffic as measured, or as its share of the cluster's
+	// while its lanes have just opened.
+	own := max(e.ownRate, c.share*e.rate)
+	// What may still be passed, in passes. Once one node at a time
+	// passes, the others' passes since their reports are taken at their
+	// reported rates (an upper bound: they stopped), with no margin.
+	left := (c.b.Target - g.achieved) / g.conv
+	c.single = left < 1/c.share || c.sparse(t, e)
+	if c.single {
+		if !c.leads(t) {
+			prm.p, prm.nextP = 0, 0
+			prm.allow = &allowance{}
+			return
+		}
+		// The one node passing passes for the whole cluster.
+		prm.p = clamp01(q / own)
+		prm.nextP = clamp01(c.b.Target / c.span(e) / g.conv / own)
+	}
+	// Room for this node's part of a sync interval's passes at the wanted
+	// cluster rate (at least the ideal one), refilled at twice that rate:
+	// the wanted rate, unlike the working fraction, does not depend on the
+	// traffic measured, which a stall and the backlog after it distort.
+	part := c.share
+	if e.rate > 0 {
+		part = max(part, e.ownRate/e.rate)
+	}
+	rate := max(q, c.b.Target/c.span(e)/g.conv) * part
+	if c.single {
+		rate = max(q, c.b.Target/c.span(e)/g.conv)
+	}
+	prm.allow = &allowance{limit: math.MaxInt64, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
+	if c.single {
+		prm.allow.limit = int64(max(left, 0))
+	}
+}
+
+// sparse reports whether an unscored budget is too small for every node to
+// pass once per sync interval, and the first source carries enough
+// traffic for its node to pass for the whole cluster.
+func (c *Controller) sparse(t int64, e *estimate) bool {
+	if c.sk != nil {
+		return false
+	}
+	ideal := c.b.Target / c.span(e)
+	if ideal*c.cfg.sync.Seconds()*c.share >= 1 {
+		return false
+	}
+	return c.firstRate(t, e.ownRate) >= 4*ideal
+}
+
+// first returns the first source by name among the own lanes and the
+// fresh peers, and whether it is an own lane.
+func (c *Controller) first(t int64) (name string, own bool, p *peer) {
+	for _, l := range c.laneList {
+		if !own || l.source < name {
+			name, own = l.source, true
+		}
+	}
+	stale := c.stale()
+	found := own
+	for _, q := range c.peerList {
+		if t-q.at <= stale && (!found || q.source < name) {
+			name, own, p, found = q.source, false, q, true
+		}
+	}
+	return name, own, p
+}
+
+// leads reports whether this node passes when one node at a time does:
+// it owns the first source, and has had time to hear from every peer (or
+// is alone).
+func (c *Controller) leads(t int64) bool {
+	if c.share < 1 && t < c.warmUntil {
+		return false
+	}
+	_, own, _ := c.first(t)
+	return own
+}
+
+// firstRate is the offered rate of the first source's node: this node's
+// (ownRate) when it owns it, else the first peer source's own.
+func (c *Controller) firstRate(t int64, ownRate float64) float64 {
+	_, own, p := c.first(t)
+	switch {
+	case own:
+		return ownRate
+	case p != nil && p.rateKnown:
+		return p.offRate
+	}
+	return 0
+}

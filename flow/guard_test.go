@@ -1,0 +1,81 @@
+package flow
+
+import (
+	"testing"
+	"time"
+)
+
+// A node that dies just before the end of the window leaves passes nobody
+// saw (made after its last report): the survivors reserve what it may
+// have passed in the sync interval since, so the cluster does not end over
+// target.
+func TestHardStopReservesStalePeers(t *testing.T) {
+	for _, deathAt := range []time.Duration{97 * time.Second, 98500 * time.Millisecond} {
+		b := Budget{Name: "c", Target: 4000, Begin: t0, End: at(100 * time.Second)} // 40/s of 400/s
+		c := newCluster(t, b, 4)
+		x := &slowExchange{}
+		total := c.run(x, 0, deathAt)
+		c.dead[3] = true
+		total += c.run(x, deathAt, 100*time.Second)
+		t.Logf("node 3 dead at %v: %d passes (%v per node)", deathAt, total, c.passed)
+		if total > 4000 {
+			t.Errorf("node 3 dead at %v: %d passes, over the target of 4000", deathAt, total)
+		}
+		if total < 3960 {
+			t.Errorf("node 3 dead at %v: %d passes, want the target less 1%% at most", deathAt, total)
+		}
+	}
+}
+
+// After a stall (a rebalance, a broker restart), a lane reads its backlog
+// at once, faster than any traffic the working fraction was tuned for: the
+// node passes at most its allowance, about twice its part of the wanted
+// rate, not the working fraction of the whole burst.
+func TestBacklogBurstBounded(t *testing.T) {
+	b := Budget{Name: "c", Target: 6000, Begin: t0, End: at(60 * time.Second)} // 100/s of 400/s
+	c := newCluster(t, b, 4)
+	x := &slowExchange{}
+	c.run(x, 0, 20*time.Second)
+	// node 0 stalls for 5 s (the others go on), then reads 600 events at once
+	c.dead[0] = true
+	c.run(x, 20*time.Second, 25*time.Second)
+	now := at(25 * time.Second)
+	c.trees[0].Tune(now)
+	got := offer(c.lanes[0], now, 10*time.Millisecond, 600, 0)
+	p := c.trees[0].Controller("c").Snapshot().WorkingPassRate
+	t.Logf("burst of 600: %d passed (working fraction %.3f would pass %.0f)", got, p, p*600)
+	// the node's part: a quarter of 100/s (less than 5x the ideal when
+	// behind) over a sync interval, then twice that rate for 10 ms
+	if got > 2*5*25+2 || float64(got) >= p*600 {
+		t.Errorf("%d of the burst passed, want at most the allowance", got)
+	}
+}
+
+// A budget too small for every node to pass once per sync interval is
+// passed by one node at a time, the one owning the first source: the
+// passes follow the ideal curve within an event or two and the target is
+// never exceeded, which nodes passing at once on the same picture would.
+func TestOneNodeAtATime(t *testing.T) {
+	b := Budget{Name: "c", Target: 30, Begin: t0, End: at(300 * time.Second)} // 0.1/s of 8000/s
+	c := newCluster(t, b, 8)
+	c.events = 100
+	x := &slowExchange{}
+	total, maxDev := 0, 0.0
+	for s := time.Duration(0); s < 300*time.Second; s += time.Second {
+		total += c.run(x, s, s+time.Second)
+		ideal := 30 * float64(s+time.Second) / float64(300*time.Second)
+		maxDev = max(maxDev, float64(total)-ideal, ideal-float64(total))
+	}
+	t.Logf("%d passes (%v per node), max deviation %.1f", total, c.passed, maxDev)
+	if total != 30 {
+		t.Errorf("%d passes, want 30", total)
+	}
+	if maxDev > 2 {
+		t.Errorf("max deviation %.1f events, want ≤ 2", maxDev)
+	}
+	for i, n := range c.passed[1:] {
+		if n > 0 {
+			t.Errorf("node %d passed %d: only the first source's node should", i+1, n)
+		}
+	}
+}
