@@ -134,6 +134,12 @@ func (w *Worker) commit() error {
 		cps = append(cps, checkpointState{p, cp})
 	}
 
+	// A produce error reaches onProduced when the broker answers, which
+	// may be after this point; kgo commits a transaction whose records
+	// failed if asked to. After a flush every record has been answered.
+	if err := w.sess.client().Flush(ctx); err != nil {
+		return &sessionError{fmt.Errorf("flush: %w", err)}
+	}
 	ok := w.produceErrs.Load() == 0
 	t1 := time.Now()
 	held := heldOffsets(touched)
