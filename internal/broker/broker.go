@@ -50,8 +50,8 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 		return nil, err // before listening: bad options start nothing
 	}
 	if c.dataDir != "" {
-		// Before anyone connects: see recoverOpenTxns.
-		if _, err := recoverOpenTxns(ctx, &c); err != nil {
+		// Before anyone connects: see recoverDataDir.
+		if err := recoverDataDir(ctx, &c); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A transaction left open in the data dir: kfake, restarted after a
@@ -42,6 +43,8 @@ type batchHeader struct {
 	attributes  int16
 	producerID  int64
 	epoch       int16
+	firstSeq    int32
+	numRecords  int32
 }
 
 const (
@@ -50,47 +53,60 @@ const (
 	attrControl       = 0x20
 )
 
-// scanOpenTxns returns the transactions left open in the data dir dir,
-// by producer id, but those of the producers in resumed, and the
-// directories of the partitions that hold them.
-func scanOpenTxns(dir string, resumed map[int64]bool) (map[int64]*openTxn, []string, error) {
+// dirScan is what the data dir's segments say of its producers.
+type dirScan struct {
+	open     map[int64]*openTxn // by producer id
+	openDirs []string           // the partition directories that hold them
+	windows  []seqWindow        // of every producer, partition by partition
+	newest   time.Time          // the newest modification of a segment file
+}
+
+// scanDataDir reads the segments of the data dir dir. The transactions
+// of the producers in resumed are not open.
+func scanDataDir(dir string, resumed map[int64]bool) (*dirScan, error) {
 	root := filepath.Join(dir, "partitions")
 	entries, err := os.ReadDir(root)
+	sc := &dirScan{open: map[int64]*openTxn{}}
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
+		return sc, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	open := map[int64]*openTxn{}
-	var dirs []string
 	for _, e := range entries {
 		topic, part, ok := parsePartitionDir(e.Name())
 		if !e.IsDir() || !ok {
 			continue
 		}
 		pdir := filepath.Join(root, e.Name())
-		txns, err := scanPartition(pdir)
+		ps, err := scanPartition(pdir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("scan %s: %w", pdir, err)
+			return nil, fmt.Errorf("scan %s: %w", pdir, err)
+		}
+		if ps.newest.After(sc.newest) {
+			sc.newest = ps.newest
 		}
 		for pid := range resumed {
-			delete(txns, pid)
+			delete(ps.open, pid)
 		}
-		if len(txns) > 0 {
-			dirs = append(dirs, pdir)
+		if len(ps.open) > 0 {
+			sc.openDirs = append(sc.openDirs, pdir)
 		}
-		for pid, epoch := range txns {
-			t := open[pid]
+		for pid, epoch := range ps.open {
+			t := sc.open[pid]
 			if t == nil {
 				t = &openTxn{producerID: pid, epoch: epoch, partitions: map[string][]int32{}}
-				open[pid] = t
+				sc.open[pid] = t
 			}
 			t.epoch = max(t.epoch, epoch)
 			t.partitions[topic] = append(t.partitions[topic], part)
 		}
+		for pid, w := range ps.windows {
+			w.pid, w.topic, w.part = pid, topic, part
+			sc.windows = append(sc.windows, *w)
+		}
 	}
-	return open, dirs, nil
+	return sc, nil
 }
 
 // resumedTxns returns the producers whose transactions a graceful stop
@@ -133,37 +149,55 @@ func parsePartitionDir(name string) (string, int32, bool) {
 	return topic, int32(p), true
 }
 
-// scanPartition returns the producers with a transaction open at the end
-// of the partition's segments, and the epoch of their last data batch.
-func scanPartition(pdir string) (map[int64]int16, error) {
+// partScan is what one partition's segments say of its producers.
+type partScan struct {
+	open    map[int64]int16 // producers in a transaction: epoch of their last data batch
+	windows map[int64]*seqWindow
+	newest  time.Time // the newest modification of a segment file
+}
+
+// scanPartition reads the segments of the partition in pdir.
+func scanPartition(pdir string) (*partScan, error) {
 	entries, err := os.ReadDir(pdir)
 	if err != nil {
 		return nil, err
 	}
 	var bases []int64
+	ps := &partScan{open: map[int64]int16{}, windows: map[int64]*seqWindow{}}
 	for _, e := range entries {
 		if b, ok := strings.CutSuffix(e.Name(), ".dat"); ok {
 			if n, err := strconv.ParseInt(b, 10, 64); err == nil {
 				bases = append(bases, n)
 			}
+			if info, err := e.Info(); err == nil && info.ModTime().After(ps.newest) {
+				ps.newest = info.ModTime()
+			}
 		}
 	}
 	slices.Sort(bases)
-	open := map[int64]int16{}
 	for _, base := range bases {
 		err := eachBatchHeader(filepath.Join(pdir, strconv.FormatInt(base, 10)+".dat"), func(h batchHeader) {
 			switch {
 			case h.attributes&attrControl != 0:
-				delete(open, h.producerID) // a commit or an abort ends it
+				delete(ps.open, h.producerID) // a commit or an abort ends it
+				return
 			case h.attributes&attrTransactional != 0:
-				open[h.producerID] = h.epoch
+				ps.open[h.producerID] = h.epoch
+			}
+			if h.producerID >= 0 {
+				w := ps.windows[h.producerID]
+				if w == nil {
+					w = &seqWindow{}
+					ps.windows[h.producerID] = w
+				}
+				w.add(h)
 			}
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	return open, nil
+	return ps, nil
 }
 
 // eachBatchHeader calls fn with the header of every complete batch of a
@@ -194,6 +228,8 @@ func eachBatchHeader(path string, fn func(batchHeader)) error {
 			attributes:  int16(binary.BigEndian.Uint16(buf[21:23])),
 			producerID:  int64(binary.BigEndian.Uint64(buf[43:51])),
 			epoch:       int16(binary.BigEndian.Uint16(buf[51:53])),
+			firstSeq:    int32(binary.BigEndian.Uint32(buf[53:57])),
+			numRecords:  int32(binary.BigEndian.Uint32(buf[57:61])),
 		}
 		size := 12 + int64(h.length)
 		if h.length < batchHeaderSize-12 || pos+size > st.Size() || buf[16] != 2 {

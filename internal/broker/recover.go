@@ -15,6 +15,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// recoverDataDir repairs, before kfake loads it, what a SIGKILL leaves in
+// the data dir and kfake would get wrong: the producers' sequence windows
+// (seqwindows.go) and the open transactions (recoverOpenTxns).
+func recoverDataDir(ctx context.Context, c *cfg) error {
+	sc, err := scanDataDir(c.dataDir, resumedTxns(c.dataDir))
+	if err != nil {
+		return fmt.Errorf("broker: scan data dir: %w", err)
+	}
+	rebuilt, err := rebuildSeqWindows(c.dataDir, sc)
+	if err != nil {
+		return fmt.Errorf("broker: rebuild sequence windows: %w", err)
+	}
+	if rebuilt {
+		c.log.Warn().Int("windows", len(sc.windows)).Msg("broker: segments written after the last save: producers' sequence windows rebuilt from the log")
+	}
+	_, err = recoverOpenTxns(ctx, c, sc)
+	return err
+}
+
 // recoverOpenTxns closes, before the broker serves anyone, the
 // transactions its data dir holds open after a crash: those of producers
 // that were in a transaction when the broker was SIGKILLed. (A graceful
@@ -47,10 +66,10 @@ import (
 // kfake applies them last) is aborted where it has no marker: its outputs
 // are re-made by the re-processing of its input, so the partitions already
 // marked get duplicates. The window is kfake's handling of one EndTxn.
-func recoverOpenTxns(ctx context.Context, c *cfg) (int, error) {
-	open, dirs, err := scanOpenTxns(c.dataDir, resumedTxns(c.dataDir))
-	if err != nil || len(open) == 0 {
-		return 0, err
+func recoverOpenTxns(ctx context.Context, c *cfg, sc *dirScan) (int, error) {
+	open, dirs := sc.open, sc.openDirs
+	if len(open) == 0 {
+		return 0, nil
 	}
 	for _, d := range dirs {
 		if err := os.Remove(filepath.Join(d, "snapshot.json")); err != nil && !errors.Is(err, os.ErrNotExist) {

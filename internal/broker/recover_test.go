@@ -3,16 +3,19 @@ package broker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -183,4 +186,93 @@ func readCommitted(ctx context.Context, t *testing.T, addr string) []string {
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	}
 	return got
+}
+
+// An idempotent producer whose produce the broker wrote but did not
+// answer (the connection cut; the broker SIGKILLed) resends it after the
+// restart, with the same sequence numbers: the restarted broker answers
+// with the offset of the first write instead of writing it again (kfake
+// alone writes it twice: internal/kfakerepro).
+func TestProduceRetriedAcrossCrashWrittenOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	b := &crashable{dir: t.TempDir()}
+	b.start(t)
+	d := &cutDialer{}
+	p := client(t, &Broker{addrs: []string{b.addr}}, kgo.DefaultProduceTopic("t"), kgo.Dialer(d.dial))
+	if err := p.ProduceSync(ctx, kgo.StringRecord("first")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	d.cutNextProduce()
+	res := make(chan kgo.ProduceResult, 1)
+	p.Produce(ctx, kgo.StringRecord("once"), func(r *kgo.Record, err error) { res <- kgo.ProduceResult{Record: r, Err: err} })
+	for end(ctx, t, b.addr) < 2 { // written, unanswered
+		time.Sleep(20 * time.Millisecond) // polling a condition
+	}
+	b.kill()
+	b.start(t)
+	d.allow()
+	r := <-res
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := end(ctx, t, b.addr); r.Record.Offset != 1 || got != 2 {
+		t.Errorf("the resent produce got offset %d and the partition ends at %d, want 1 and 2 (written once)", r.Record.Offset, got)
+	}
+}
+
+// end returns the end offset of t/0.
+func end(ctx context.Context, t *testing.T, addr string) int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(client(t, &Broker{addrs: []string{addr}})).ListEndOffsets(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := ends.Lookup("t", 0)
+	return o.Offset
+}
+
+// cutDialer dials normally until cutNextProduce: the connection that
+// writes the next produce request is closed right after it, so that the
+// request reaches the broker and its answer does not reach the client,
+// and no connection is made again until allow.
+type cutDialer struct {
+	mu      sync.Mutex
+	cutting bool
+	cut     bool // cut, and not allowed again yet
+}
+
+func (d *cutDialer) cutNextProduce() { d.mu.Lock(); d.cutting = true; d.mu.Unlock() }
+func (d *cutDialer) allow()          { d.mu.Lock(); d.cut = false; d.mu.Unlock() }
+
+func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	cut := d.cut
+	d.mu.Unlock()
+	if cut {
+		return nil, errors.New("cut")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	return &cutConn{Conn: c, d: d}, nil
+}
+
+type cutConn struct {
+	net.Conn
+	d *cutDialer
+}
+
+// Write closes the connection after a produce request (API key 0 after
+// the 4-byte size) once cutting.
+func (c *cutConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if c.d.cutting && len(p) >= 6 && p[4] == 0 && p[5] == 0 {
+		c.d.cutting, c.d.cut = false, true
+		c.Conn.Close()
+	}
+	return n, err
 }
