@@ -522,8 +522,15 @@ func (w *Worker) loadCheckpoints(load *checkpointLoad, sources map[string]int32)
 
 // onRevoked stops the revoked partitions. With BlockRebalanceOnPoll they
 // are idle and committed; were they not, the transaction session aborts
-// the open transaction.
+// the open transaction. At-least-once, their offsets are committed again
+// (see commitRevoked).
 func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	w.revoke(ctx, cl, revoked, w.cfg.delivery == AtLeastOnce)
+}
+
+// revoke stops the partitions of revoked, committing their offsets first
+// when commit is set.
+func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string][]int32, commit bool) {
 	w.mu.Lock()
 	var gone []*partition
 	for t, ps := range revoked {
@@ -538,6 +545,9 @@ func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 	n := len(w.parts)
 	w.mu.Unlock()
 	w.stopPartitions(gone)
+	if commit {
+		w.commitRevoked(ctx, cl, gone)
+	}
 	w.resumeRevoked(cl, revoked)
 	w.updateShare(ctx, cl)
 	w.m.assigned.Set(float64(n))
@@ -587,7 +597,7 @@ func (w *Worker) updateShare(ctx context.Context, cl *kgo.Client) {
 
 func (w *Worker) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
 	w.log.Warn().Msg("partitions lost (session expired or fenced)")
-	w.onRevoked(ctx, cl, lost)
+	w.revoke(ctx, cl, lost, false)
 }
 
 func (w *Worker) stopPartitions(ps []*partition) {
