@@ -36,6 +36,7 @@ type crashGroup struct {
 	cfg      string
 	workers  [3]*proc
 	kills    int
+	snaps    []killSnap // at-least-once: the offsets at each kill
 }
 
 func (g *crashGroup) topics() []string { return groupTopics(g.name) }
@@ -62,8 +63,9 @@ type crash struct {
 // Exactly-once: every input id ends up in exactly one output, experiment,
 // rejected or dead-letter topic (read_committed), the passes counted in the
 // stats topic and in the checkpoints equal the passes in those topics, and
-// the budget is overspent by at most 0.5%. At-least-once: no id is lost;
-// duplicates are counted and reported.
+// the budget is overspent by at most 0.5%. At-least-once: no id is lost,
+// and every duplicate is an event a killed worker had processed and not
+// committed (dupbound_test.go).
 //
 // THROTTLER_CRASH_SEED picks the schedule (default 1).
 func TestCrashRecovery(t *testing.T) {
@@ -88,6 +90,10 @@ func TestCrashRecovery(t *testing.T) {
 		g.cfg = groupConfig(t, addr, g.name, g.delivery, partitions, target, begin, end)
 	}
 
+	ctx, cancel := context.WithTimeout(context.Background(), window+time.Minute)
+	defer cancel()
+	adm, closeAdm := admin(t, addr)
+	defer closeAdm()
 	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", fmt.Sprint(partitions),
 		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(2*time.Second)).Round(time.Second).String(),
 		"--budgets", "campaign:9,ghost:1", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed))
@@ -146,6 +152,9 @@ func TestCrashRecovery(t *testing.T) {
 		_ = w.cmd.Process.Signal(syscall.SIGKILL)
 		<-w.done
 		c.g.kills++
+		if c.g.delivery == "at-least-once" {
+			c.g.snaps = append(c.g.snaps, snapKill(ctx, t, adm, c.g.name, "events", time.Since(begin)))
+		}
 		t.Logf("t=%5.1fs SIGKILL %s, restart in %v", time.Since(begin).Seconds(), w.name, c.restart.Round(100*time.Millisecond))
 		pending = append(pending, restart{time.Now().Add(c.restart), c})
 		slices.SortFunc(pending, func(a, b restart) int { return a.at.Compare(b.at) })
@@ -162,10 +171,8 @@ func TestCrashRecovery(t *testing.T) {
 	<-gen.done
 
 	// Every group consumes the input to its end, then stops.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm, closeAdm := admin(t, addr)
-	defer closeAdm()
 	for _, g := range groups {
 		if !waitFor(45*time.Second, func() bool { return caughtUp(ctx, adm, g.name, "events") }) {
 			t.Fatalf("group %s did not consume the input to its end", g.name)
@@ -182,7 +189,8 @@ func TestCrashRecovery(t *testing.T) {
 
 	inputs := readTopics(ctx, t, addr, "events")["events"]
 	for _, g := range groups {
-		tl := account(inputs, readTopics(ctx, t, addr, g.topics()...), "id", "campaign")
+		outs := readTopics(ctx, t, addr, g.topics()...)
+		tl := account(inputs, outs, "id", "campaign")
 		over := max(float64(tl.passes-target)/target, 0)
 		t.Logf("seed %d, %s (%d kills): %v; delivered %d of %d, overspend %.3f%%", seed, g.delivery, g.kills, tl, tl.passes, target, 100*over)
 		if len(tl.lost) > 0 {
@@ -195,6 +203,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("%s: the run did not exercise every destination: %v", g.delivery, tl.byTopic)
 		}
 		if g.delivery != "exactly-once" {
+			checkKillDuplicates(t, inputs, outs, g.snaps)
 			continue
 		}
 		if tl.duplicates > 0 {
