@@ -14,7 +14,8 @@ import (
 // At-least-once, a worker commits its offsets every commit interval after
 // flushing its outputs, and commits the offsets of the partitions it lets
 // go in a rebalance. So an event is processed twice only when the worker
-// that processed it dies (or loses its session) before committing it: the
+// that processed it dies (or loses its session: the group expels it)
+// before committing it: the
 // duplicates of a kill are events of the killed worker's partitions
 // between the group's committed offset and the end of the partition at
 // the kill, at most one commit cycle of them (in steady state the events
@@ -63,7 +64,7 @@ const maxCycle = consumer.DefaultCommitRecords + consumer.DefaultMaxPollRecords 
 // and before the partition's end, and that no kill cost more than one
 // commit cycle of events of each worker it killed; it logs how many each kill cost against the
 // events not committed at that kill.
-func checkKillDuplicates(t *testing.T, inputs []*kgo.Record, outputs map[string][]*kgo.Record, kills []killSnap) {
+func checkKillDuplicates(t *testing.T, inputs []*kgo.Record, outputs map[string][]*kgo.Record, kills []killSnap, lost int) {
 	t.Helper()
 	copies := map[string]int{}
 	for _, rs := range outputs {
@@ -80,10 +81,7 @@ func checkKillDuplicates(t *testing.T, inputs []*kgo.Record, outputs map[string]
 		}
 		k := killOf(r, kills)
 		if k < 0 {
-			if unexplained++; unexplained <= 5 {
-				t.Errorf("at-least-once: event %d/%d written %d times, processed by no killed worker (not past the committed offset at any kill)",
-					r.Partition, r.Offset, n)
-			}
+			unexplained += n - 1
 			continue
 		}
 		perKill[k] += n - 1
@@ -99,8 +97,13 @@ func checkKillDuplicates(t *testing.T, inputs []*kgo.Record, outputs map[string]
 				s.at.Seconds(), perKill[i], s.workers, s.workers*maxCycle)
 		}
 	}
-	if unexplained > 0 {
-		t.Errorf("at-least-once: %d duplicated events not explained by a kill", unexplained)
+	// A worker expelled by the group (its session lost: a rebalance
+	// outlasted its join request, say) stops as if killed, unseen by the
+	// offsets recorded at the kills: one commit cycle each.
+	t.Logf("at-least-once: %d duplicates not explained by a kill, %d sessions lost", unexplained, lost)
+	if unexplained > lost*maxCycle {
+		t.Errorf("at-least-once: %d duplicated events not explained by a kill, more than one commit cycle (%d) for each of the %d lost sessions",
+			unexplained, maxCycle, lost)
 	}
 }
 
