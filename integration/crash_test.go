@@ -243,34 +243,49 @@ func TestCrashRecovery(t *testing.T) {
 
 	inputs := readTopics(ctx, t, addr, "events")["events"]
 	for _, g := range groups {
-		outs := readTopics(ctx, t, addr, g.topics()...)
-		tl := account(inputs, outs, "id", "campaign")
-		over := max(float64(tl.passes-target)/target, 0)
-		t.Logf("seed %d, %s (%d kills, %d of the broker): %v; delivered %d of %d, overspend %.3f%%", seed, g.delivery, g.kills, brokerKills, tl, tl.passes, target, 100*over)
-		if len(tl.lost) > 0 {
-			t.Errorf("%s: %d input ids in no output topic, e.g. %v", g.delivery, len(tl.lost), tl.lost[:min(5, len(tl.lost))])
-		}
-		if tl.unknown > 0 {
-			t.Errorf("%s: %d output records of no input id", g.delivery, tl.unknown)
-		}
-		if tl.byTopic[g.name+".dead-letter"] == 0 || tl.byTopic[g.name+".exp-a"] == 0 || tl.byTopic[g.name+".rejected"] == 0 {
-			t.Errorf("%s: the run did not exercise every destination: %v", g.delivery, tl.byTopic)
-		}
-		if g.delivery != "exactly-once" {
-			checkKillDuplicates(t, inputs, outs, g.snaps, g.lostSessions())
-			continue
-		}
-		if tl.duplicates > 0 {
-			t.Errorf("exactly-once: %d duplicate outputs", tl.duplicates)
-		}
-		if over > 0.005 && brokerKills == 0 { // with broker restarts: issue 10, TestBrokerRestart's bound
-			t.Errorf("exactly-once: %d passes for a target of %d, overspent by %.3f%% (bar 0.5%%)", tl.passes, target, 100*over)
-		}
-		inStats, inCps := countedPasses(ctx, t, addr, g.name+".stats", g.name+".checkpoints", "events", partitions, "campaign")
-		t.Logf("exactly-once: passes in the stats topic %d, in the checkpoints %d, in the output topics %d", inStats, inCps, tl.passes)
-		if inStats != uint64(tl.passes) || inCps != uint64(tl.passes) {
-			t.Errorf("exactly-once: counted passes (stats %d, checkpoints %d) differ from the %d passes in the output topics", inStats, inCps, tl.passes)
-		}
+		g.checkOutputs(ctx, t, addr, inputs, crashRun{seed: seed, target: target, partitions: partitions, brokerKills: brokerKills})
+	}
+}
+
+// crashRun is what the checks of a crash run need to know of it.
+type crashRun struct {
+	seed               uint64
+	target, partitions int
+	brokerKills        int
+}
+
+// checkOutputs checks where the group put the input events (see
+// TestCrashRecovery).
+func (g *crashGroup) checkOutputs(ctx context.Context, t *testing.T, addr string, inputs []*kgo.Record, run crashRun) {
+	t.Helper()
+	target := run.target
+	outs := readTopics(ctx, t, addr, g.topics()...)
+	tl := account(inputs, outs, "id", "campaign")
+	over := max(float64(tl.passes-target)/float64(target), 0)
+	t.Logf("seed %d, %s (%d kills, %d of the broker): %v; delivered %d of %d, overspend %.3f%%", run.seed, g.delivery, g.kills, run.brokerKills, tl, tl.passes, target, 100*over)
+	if len(tl.lost) > 0 {
+		t.Errorf("%s: %d input ids in no output topic, e.g. %v", g.delivery, len(tl.lost), tl.lost[:min(5, len(tl.lost))])
+	}
+	if tl.unknown > 0 {
+		t.Errorf("%s: %d output records of no input id", g.delivery, tl.unknown)
+	}
+	if tl.byTopic[g.name+".dead-letter"] == 0 || tl.byTopic[g.name+".exp-a"] == 0 || tl.byTopic[g.name+".rejected"] == 0 {
+		t.Errorf("%s: the run did not exercise every destination: %v", g.delivery, tl.byTopic)
+	}
+	if g.delivery != "exactly-once" {
+		checkKillDuplicates(t, inputs, outs, g.snaps, g.lostSessions())
+		return
+	}
+	if tl.duplicates > 0 {
+		t.Errorf("exactly-once: %d duplicate outputs", tl.duplicates)
+	}
+	if over > 0.005 && run.brokerKills == 0 { // with broker restarts: issue 10, TestBrokerRestart's bound
+		t.Errorf("exactly-once: %d passes for a target of %d, overspent by %.3f%% (bar 0.5%%)", tl.passes, target, 100*over)
+	}
+	inStats, inCps := countedPasses(ctx, t, addr, g.name+".stats", g.name+".checkpoints", "events", int32(run.partitions), "campaign")
+	t.Logf("exactly-once: passes in the stats topic %d, in the checkpoints %d, in the output topics %d", inStats, inCps, tl.passes)
+	if inStats != uint64(tl.passes) || inCps != uint64(tl.passes) {
+		t.Errorf("exactly-once: counted passes (stats %d, checkpoints %d) differ from the %d passes in the output topics", inStats, inCps, tl.passes)
 	}
 }
 
