@@ -112,8 +112,15 @@ func (w *Worker) carryOver(ctx context.Context, cl *kgo.Client, states map[strin
 
 // onRevoked stops the revoked partitions. With BlockRebalanceOnPoll they
 // are idle and committed; were they not, the transaction session aborts
-// the open transaction.
+// the open transaction. At-least-once, their offsets are committed again
+// (see commitRevoked).
 func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	w.revoke(ctx, cl, revoked, w.cfg.delivery == AtLeastOnce)
+}
+
+// revoke stops the partitions of revoked, then, when commit is set,
+// commits the offsets they reached (see commitRevoked).
+func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string][]int32, commit bool) {
 	w.mu.Lock()
 	var gone []*partition
 	for t, ps := range revoked {
@@ -128,6 +135,9 @@ func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 	n := len(w.parts)
 	w.mu.Unlock()
 	w.stopPartitions(gone)
+	if commit {
+		w.commitRevoked(ctx, cl, gone)
+	}
 	w.resumeRevoked(cl, revoked)
 	w.updateShare(ctx, cl)
 	w.m.assigned.Set(float64(n))
@@ -177,7 +187,7 @@ func (w *Worker) updateShare(ctx context.Context, cl *kgo.Client) {
 
 func (w *Worker) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
 	w.log.Warn().Msg("partitions lost (session expired or fenced)")
-	w.onRevoked(ctx, cl, lost)
+	w.revoke(ctx, cl, lost, false)
 }
 
 func (w *Worker) stopPartitions(ps []*partition) {

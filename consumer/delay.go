@@ -281,6 +281,12 @@ func commitHeld(ctx context.Context, cl *kgo.Client, held map[string]map[int32]k
 			offsets[topic][id] = eo
 		}
 	}
+	return commitOffsetsSync(ctx, cl, offsets)
+}
+
+// commitOffsetsSync commits offsets and returns the first error, of the
+// request or of a partition.
+func commitOffsetsSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
 	var rerr error
 	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {

@@ -1,5 +1,3 @@
-//go:build !race
-
 package consumer
 
 import (
@@ -12,11 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// Not under the race detector: there, about one run in five the worker
-// went quiet after its first aborted transaction (no more records
-// processed, commits of stats only) on kfake, so it never reached the
-// give-up count; that stall is not understood yet.
 
 // A produce the broker refuses for good (here: not authorized to write the
 // output topic) aborts every transaction that retries it. The worker stops

@@ -49,6 +49,12 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 	if _, err := c.security(""); err != nil {
 		return nil, err // before listening: bad options start nothing
 	}
+	if c.dataDir != "" {
+		// Before anyone connects: see recoverDataDir.
+		if err := recoverDataDir(ctx, &c); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", c.addr, err)
