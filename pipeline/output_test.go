@@ -9,11 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/internal/bytesconv"
 	"github.com/throttler/throttler/splitter"
 )
 
 // TestRecordsOutputAsOutputRecord checks that Records.Output writes the
-// record OutputRecord writes, for every outcome and every kind of header.
+// record OutputRecord writes, for every outcome and every kind of header,
+// also for plain records whose headers it shares, and that a shared
+// header keeps its value when the event's bytes change (the budget of a
+// decoded event may be the source record's bytes).
 func TestRecordsOutputAsOutputRecord(t *testing.T) {
 	src := &kgo.Record{Topic: "in", Partition: 2, Offset: 9, Key: []byte("k"), Value: []byte("v"), Timestamp: time.Unix(5, 0)}
 	withHeader := &kgo.Record{Topic: "in", Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t1")}}}
@@ -40,7 +44,7 @@ func TestRecordsOutputAsOutputRecord(t *testing.T) {
 		}},
 	}
 	var rs Records
-	for round := range 2 {
+	for round := range 2 { // the second round meets the shared headers
 		for _, c := range cases {
 			var e Event
 			e.Reset(src, time.Unix(6, 0), "in/2")
@@ -54,6 +58,39 @@ func TestRecordsOutputAsOutputRecord(t *testing.T) {
 				t.Errorf("round %d, %s: got %v, want %v", round, c.name, show(got), show(want))
 			}
 		}
+	}
+	// A budget read in place from a buffer that is then reused.
+	var e Event
+	e.Reset(src, time.Unix(6, 0), "in/2")
+	buf := []byte("autumn")
+	e.Fields.Budget = bytesconv.String(buf)
+	r := rs.Output(&e, OutcomePass, false)
+	copy(buf, "winter")
+	if v, _ := HeaderValue(r, HeaderBudget); v != "autumn" {
+		t.Fatalf("budget header %q after the event's bytes changed, want autumn", v)
+	}
+}
+
+// TestRecordsManyBudgets checks the shared headers over more budgets than
+// a partition keeps.
+func TestRecordsManyBudgets(t *testing.T) {
+	var rs Records
+	src := &kgo.Record{Topic: "in"}
+	for round := range 2 {
+		for i := range 3 * maxSharedHeaders {
+			var e Event
+			e.Reset(src, time.Unix(6, 0), "in/0")
+			e.Fields.Budget = fmt.Sprintf("b-%d", i)
+			e.RejectedBy, e.RejectReason = e.Fields.Budget, "paced"
+			o := []Outcome{OutcomePass, OutcomeReject}[i%2]
+			r := rs.Output(&e, o, false)
+			if v, _ := HeaderValue(r, HeaderBudget); v != e.Fields.Budget {
+				t.Fatalf("round %d: budget header %q, want %q", round, v, e.Fields.Budget)
+			}
+		}
+	}
+	if n := len(rs.shared.byPass); n > maxSharedHeaders {
+		t.Fatalf("%d shared pass headers kept, at most %d", n, maxSharedHeaders)
 	}
 }
 
