@@ -58,6 +58,7 @@ type partition struct {
 	part       *pipeline.Partition // what the stages know of the partition
 	chain      *pipeline.Chain     // the pipeline built for it; nil for rewards
 	ev         pipeline.Event
+	recs       pipeline.Records // the output records' memory
 	counts     counts
 	touched    bool      // processed records since the last commit
 	nextOffset int64     // offset after the last processed record
@@ -289,7 +290,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 			c.passed++
 		}
 		p.variants.count(e, p.counts.routed)
-		w.produceOutput(pipeline.OutputRecord(e, o, w.scored))
+		w.produce(p.recs.Output(e, o, w.scored))
 	case pipeline.OutcomeReject:
 		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
 			p.countPassedRejected(e)
@@ -298,7 +299,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		}
 		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		if e.Topic != "" {
-			w.produceOutput(pipeline.OutputRecord(e, o, w.scored))
+			w.produce(p.recs.Output(e, o, w.scored))
 		} else {
 			p.counts.dropped++
 		}
@@ -318,7 +319,7 @@ func (p *partition) deadLetter(e *pipeline.Event) {
 	e.Topic = p.w.cfg.topics.DeadLetter
 	out := pipeline.OutputRecord(e, pipeline.OutcomeDeadLetter, false)
 	pipeline.FitDeadLetter(out, len(e.Record.Headers), p.w.dec.MaxBytes())
-	p.w.produceOutput(out)
+	p.w.produce(out)
 }
 
 // processReward credits one reward record to its budget's lane.

@@ -88,7 +88,6 @@ type Worker struct {
 	prodCtx     context.Context
 	prodCancel  context.CancelFunc
 	onProduced  func(*kgo.Record, error)
-	onOutput    func(*kgo.Record, error) // onProduced, then back to the pool
 	produceErrs atomic.Int64
 	produceErr  atomic.Pointer[error]
 	// aborts counts the transactions aborted for failed produces since
@@ -166,10 +165,6 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)
 	w.onProduced = w.produced
-	w.onOutput = func(r *kgo.Record, err error) {
-		w.produced(r, err)
-		pipeline.ReleaseRecord(r)
-	}
 	if c.listen != "" {
 		if w.http, err = NewHTTPServer(c.listen, w.reg, w); err != nil {
 			return nil, err
@@ -285,12 +280,6 @@ func (w *Worker) Resume(topic string, partitions ...int32) {
 // produce writes r in the current unit of work.
 func (w *Worker) produce(r *kgo.Record) {
 	w.sess.client().Produce(w.prodCtx, r, w.onProduced)
-}
-
-// produceOutput writes r, a record of outputRecord, in the current unit of
-// work, and returns it to the pool once the client is done with it.
-func (w *Worker) produceOutput(r *kgo.Record) {
-	w.sess.client().Produce(w.prodCtx, r, w.onOutput)
 }
 
 func (w *Worker) produced(r *kgo.Record, err error) {

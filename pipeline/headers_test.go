@@ -45,5 +45,4 @@ func TestAssignmentHeadersNameTheScheme(t *testing.T) {
 			t.Errorf("header %d = %s, want %s", i, got[i], want[i])
 		}
 	}
-	ReleaseRecord(r)
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"strconv"
-	"sync"
 
 	"github.com/throttler/throttler/internal/bytesconv"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,12 +58,17 @@ var (
 )
 
 // OutputRecord builds the record written for an event with outcome o to
-// its topic (Event.Topic). scored adds the score header. The record comes
-// from a pool: put it back with ReleaseRecord once the client is done
-// with it.
+// its topic (Event.Topic). scored adds the score header. The record and
+// its headers are allocated for it; the worker's partitions use
+// Records.Output instead.
 func OutputRecord(e *Event, o Outcome, scored bool) *kgo.Record {
-	src := e.Record
-	n := len(src.Headers) + len(e.Headers) + 3
+	h := make([]kgo.RecordHeader, 0, headerCount(e, o, scored))
+	return fillOutput(new(kgo.Record), h, e, o, scored)
+}
+
+// headerCount returns the number of headers of e's output record.
+func headerCount(e *Event, o Outcome, scored bool) int {
+	n := len(e.Record.Headers) + len(e.Headers) + 3
 	switch o {
 	case OutcomePass:
 		n += 4 * len(e.Assignments)
@@ -74,12 +78,16 @@ func OutputRecord(e *Event, o Outcome, scored bool) *kgo.Record {
 	if scored {
 		n++
 	}
-	out := recordPool.Get().(*kgo.Record)
-	h := out.Headers[:0]
-	if cap(h) < n {
-		h = make([]kgo.RecordHeader, 0, n)
+	return n
+}
+
+// fillOutput sets out, a zero record, to e's output record with headers
+// appended to h, which has room for headerCount's.
+func fillOutput(out *kgo.Record, h []kgo.RecordHeader, e *Event, o Outcome, scored bool) *kgo.Record {
+	src := e.Record
+	if len(src.Headers) > 0 {
+		h = append(h, src.Headers...)
 	}
-	h = append(h, src.Headers...)
 	switch o {
 	case OutcomePass:
 		h = append(h,
@@ -114,29 +122,24 @@ func OutputRecord(e *Event, o Outcome, scored bool) *kgo.Record {
 			kgo.RecordHeader{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(src.Partition), 10)},
 			kgo.RecordHeader{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, src.Offset, 10)})
 	}
-	h = append(h, e.Headers...)
-	// Field by field: out is zero but for Headers (ReleaseRecord), and a
-	// whole-struct copy would pay a write barrier on every pointer slot of
-	// the record while the GC marks.
+	if len(e.Headers) > 0 {
+		h = append(h, e.Headers...)
+	}
+	return setOutput(out, h, e)
+}
+
+// setOutput sets out, a zero record, to e's output record with headers h.
+func setOutput(out *kgo.Record, h []kgo.RecordHeader, e *Event) *kgo.Record {
+	// Field by field: out is zero, and a whole-struct copy would pay a
+	// write barrier on every pointer slot of the record while the GC
+	// marks.
+	src := e.Record
 	out.Topic = e.Topic
 	out.Key = src.Key
 	out.Value = src.Value
 	out.Headers = h
 	out.Timestamp = src.Timestamp
 	return out
-}
-
-// recordPool holds output records, with their header slices, for reuse
-// once the client is done with them (ReleaseRecord, from the promise).
-var recordPool = sync.Pool{New: func() any { return new(kgo.Record) }}
-
-// ReleaseRecord returns a record of OutputRecord to the pool. The client
-// must be done with it: call it from the record's promise, never before.
-func ReleaseRecord(r *kgo.Record) {
-	h := r.Headers
-	clear(h) // let the source records go
-	*r = kgo.Record{Headers: h[:0]}
-	recordPool.Put(r)
 }
 
 // HeaderValue returns the value of the first header named key, and whether

@@ -219,11 +219,12 @@ func BenchmarkProcess(b *testing.B) {
 	r := &kgo.Record{Topic: "in", Partition: 3, Offset: 7, Key: []byte("user-3"),
 		Value: []byte(`{"id":"1-42","user":"user-3","campaign":"spring","score":0.6046602879796196,"ts":1795341600000}`)}
 	var e Event
+	var rs Records
 	b.ReportAllocs()
 	for b.Loop() {
 		e.Reset(r, now, "in/3")
 		if c.Run(&e) == OutcomePass {
-			ReleaseRecord(OutputRecord(&e, OutcomePass, false))
+			rs.Output(&e, OutcomePass, false)
 		}
 	}
 }

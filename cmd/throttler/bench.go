@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 
@@ -51,6 +52,7 @@ delivery mode and every round, a pipeline round with "passed" and
 		rounds := fs.Int("rounds", bench.DefaultRounds, "`rounds` of each side")
 		asJSON := fs.Bool("json", false, "print the full result (every round) as JSON")
 		cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the last pipeline round to `file`")
+		ptProfile := fs.String("cpuprofile-passthrough", "", "write a CPU profile of the last passthrough round to `file`")
 		format := fs.String("format", "json", "`format` of the events: json, avro or protobuf")
 		drop := fs.Bool("drop-rejected", false, "drop rejected events instead of producing them to a rejected topic")
 		budgets := fs.Int("budgets", 1, "`number` of budgets over the events")
@@ -80,16 +82,21 @@ delivery mode and every round, a pipeline round with "passed" and
 			if *rounds < 1 {
 				return badFlag("rounds", "must be at least 1, got %d", *rounds)
 			}
-			if err := checkOutFile("cpuprofile", *cpuProfile); err != nil {
-				return err
-			}
-			if *cpuProfile != "" {
-				f, err := os.Create(*cpuProfile)
-				if err != nil {
-					return badFlag("cpuprofile", "%v", err)
+			for _, p := range []struct {
+				flag, file string
+				dst        *io.Writer
+			}{{"cpuprofile", *cpuProfile, &c.CPUProfile}, {"cpuprofile-passthrough", *ptProfile, &c.PassthroughProfile}} {
+				if err := checkOutFile(p.flag, p.file); err != nil {
+					return err
 				}
-				defer f.Close()
-				c.CPUProfile = f
+				if p.file != "" {
+					f, err := os.Create(p.file)
+					if err != nil {
+						return badFlag(p.flag, "%v", err)
+					}
+					defer f.Close()
+					*p.dst = f
+				}
 			}
 			res, err := bench.Run(ctx, c)
 			if err != nil {

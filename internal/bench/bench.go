@@ -93,6 +93,9 @@ type Config struct {
 	// CPUProfile, when set, receives a CPU profile of the last pipeline
 	// round.
 	CPUProfile io.Writer
+	// PassthroughProfile, when set, receives a CPU profile of the last
+	// passthrough round (to compare like with like).
+	PassthroughProfile io.Writer
 	// Log receives progress at info level. Default: none.
 	Log zerolog.Logger
 	// Format of the input: json, avro or protobuf (through a schema
@@ -215,8 +218,12 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	res := Result{Records: c.Records, Delivery: c.Delivery.String(), Format: r.enc.Format(), RejectedTopic: !c.DropRejected, Budgets: c.Budgets, Skew: c.Skew}
 	var pipe, pass []float64
 	for i := range c.Rounds {
+		var ptProf io.Writer
+		if i == c.Rounds-1 {
+			ptProf = c.PassthroughProfile
+		}
 		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
-		pt, err := r.passthroughRound(rctx, i)
+		pt, err := r.passthroughRound(rctx, i, ptProf)
 		cancel()
 		if err != nil {
 			return res, fmt.Errorf("passthrough round %d: %w", i+1, err)
@@ -383,7 +390,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func (r *runner) passthroughRound(ctx context.Context, i int) (Round, error) {
+func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer) (Round, error) {
 	out := "bench-pt-out-" + strconv.Itoa(i)
 	group := "bench-pt-" + strconv.Itoa(i)
 	if err := r.createTopics(ctx, out); err != nil {
@@ -398,6 +405,11 @@ func (r *runner) passthroughRound(ctx context.Context, i int) (Round, error) {
 		txnID:    group + "-txn",
 		log:      r.c.Log,
 	}
+	stop, err := startProfile(prof)
+	if err != nil {
+		return Round{}, err
+	}
 	rps, secs, cpu, err := r.runSide(ctx, group, p.run)
+	stop()
 	return Round{Side: "passthrough", RPS: rps, Seconds: secs, CPUMicros: cpu}, err
 }

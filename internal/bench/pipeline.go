@@ -38,15 +38,12 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 	if err != nil {
 		return Round{}, err
 	}
-	if prof != nil {
-		if err := pprof.StartCPUProfile(prof); err != nil {
-			return Round{}, err
-		}
+	stop, err := startProfile(prof)
+	if err != nil {
+		return Round{}, err
 	}
 	rps, secs, cpu, err := r.runSide(ctx, group, w.Run)
-	if prof != nil {
-		pprof.StopCPUProfile()
-	}
+	stop()
 	if err != nil {
 		return Round{}, err
 	}
@@ -54,6 +51,17 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 	pass, produced := outcomes(w, !r.c.DropRejected)
 	return Round{Side: "pipeline", RPS: rps, Seconds: secs, CPUMicros: cpu, Passed: pass / float64(r.c.Records),
 		Produced: produced / float64(r.c.Records), DeadLetters: counter(w, "throttler_dead_lettered_total")}, nil
+}
+
+// startProfile starts a CPU profile to prof, if not nil; stop ends it.
+func startProfile(prof io.Writer) (stop func(), err error) {
+	if prof == nil {
+		return func() {}, nil
+	}
+	if err := pprof.StartCPUProfile(prof); err != nil {
+		return func() {}, err
+	}
+	return pprof.StopCPUProfile, nil
 }
 
 // generator returns the load generator of the input: one budget "a", or

@@ -208,7 +208,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	case <-ctx.Done():
 		return nil, errors.Join(ctx.Err(), errors.Join(stopAll()...))
 	}
-	res.settle(ctx, clk, adm, wt, trees)
+	res.settle(ctx, clk, adm, wt)
 	wt.final(res, cfg.Budgets)
 	if errs := stopAll(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -358,42 +358,41 @@ func lag(ctx context.Context, adm *kadm.Client, topics ...string) int64 {
 	return behind
 }
 
-// waitSettled waits until the stats view holds, for every budget, the
-// counters the workers hold in memory (their last sync).
-func (w *watcher) waitSettled(ctx context.Context, trees []*flow.Tree) error {
+// waitSettled waits until the stats view holds, for every input and reward
+// partition the group committed, the ledger its owner wrote with that
+// offset: the view's counters are then the workers' final ones. (The
+// workers' trees cannot tell: a lane idle for a few sync intervals is
+// released, and its counters live on in the ledger only.)
+func (w *watcher) waitSettled(ctx context.Context, adm *kadm.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	for {
-		mem := map[string]flow.Counters{}
-		now := time.Now()
-		for _, t := range trees {
-			for _, r := range t.Reports(now, nil) {
-				m := mem[r.Budget]
-				m.Offered += r.InPeriod.Offered
-				m.Passed += r.InPeriod.Passed
-				m.Rewards += r.InPeriod.Rewards
-				mem[r.Budget] = m
-			}
-		}
-		same := true
-		for _, b := range w.budgets {
-			var v flow.Counters
-			for _, r := range w.view.View(b.Name, nil) {
-				v.Offered += r.InPeriod.Offered
-				v.Passed += r.InPeriod.Passed
-				v.Rewards += r.InPeriod.Rewards
-			}
-			if v != mem[b.Name] {
-				same = false
-			}
-		}
-		if same {
-			return nil
-		}
+	for !w.ledgersAtCommits(ctx, adm) {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the stats view did not reach the workers' counters within %v", settleTimeout)
+			return fmt.Errorf("the stats view did not reach the workers' last ledgers within %v", settleTimeout)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	return nil
+}
+
+// ledgersAtCommits reports whether the view's ledger of every committed
+// partition is at its committed offset or beyond.
+func (w *watcher) ledgersAtCommits(ctx context.Context, adm *kadm.Client) bool {
+	committed, err := adm.FetchOffsetsForTopics(ctx, group, topicEvents, topicClicks)
+	if err != nil {
+		return false
+	}
+	at := true
+	committed.Each(func(o kadm.OffsetResponse) {
+		switch {
+		case o.Err != nil:
+			at = false
+		case o.At <= 0: // nothing committed: nothing counted
+		default:
+			info, ok := w.view.Source(stats.SourceName(o.Topic, o.Partition))
+			at = at && ok && info.Offset >= o.At
+		}
+	})
+	return at
 }

@@ -76,6 +76,11 @@ func runShort(t *testing.T, format string) {
 		t.Errorf("dashboard %q not announced:\n%s", res.Dashboard, progress.String())
 	}
 	t.Logf("ready after %v; warnings %q", res.ReadyAfter, res.Warnings)
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "stats view") || strings.Contains(w, "did not consume") {
+			t.Errorf("the end did not settle: %s", w) // it waited settleTimeout for nothing
+		}
+	}
 	if res.Produced == 0 || res.Events != res.Produced {
 		t.Errorf("produced %d, input topic holds %d", res.Produced, res.Events)
 	}

@@ -171,14 +171,14 @@ func startClicks(ctx context.Context, c Config, brokers []string, end time.Time,
 // settle waits until the workers have consumed and committed everything
 // and the stats view shows their last counters, noting in r what went
 // wrong on the way (the reward simulator's error too).
-func (r *Result) settle(ctx context.Context, clk *clicker, adm *kadm.Client, wt *watcher, trees []*flow.Tree) {
+func (r *Result) settle(ctx context.Context, clk *clicker, adm *kadm.Client, wt *watcher) {
 	if err := clk.Err(); err != nil {
 		r.Warnings = append(r.Warnings, "reward simulator: "+err.Error())
 	}
 	if err := waitDrained(ctx, adm); err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 	}
-	if err := wt.waitSettled(ctx, trees); err != nil {
+	if err := wt.waitSettled(ctx, adm); err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 	}
 }
