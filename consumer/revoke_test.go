@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/throttler/throttler/internal/testwait"
 )
 
 // At-least-once, a partition handed to another worker in a rebalance is
@@ -84,21 +86,15 @@ func waitOutputs(t *testing.T, env *testEnv, n int64) {
 // waitAssigned waits until each worker owns some input partition.
 func waitAssigned(t *testing.T, ws ...*Worker) {
 	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for {
-		all := true
+	testwait.EventuallyEvery(t, waitLong, 50*time.Millisecond, "the partitions shared between the workers", func() bool {
 		for _, w := range ws {
 			w.mu.Lock()
 			owned := len(w.parts)
 			w.mu.Unlock()
-			all = all && owned > 0
+			if owned == 0 {
+				return false
+			}
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the partitions were not shared between the workers")
-		}
-		time.Sleep(50 * time.Millisecond) // polling a condition
-	}
+		return true
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/testwait"
 )
 
 // grafanaDashboard is what these tests read of a Grafana dashboard.
@@ -168,7 +169,9 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 	defer cancel()
 	w := runComposeWorker(t, ctx)
 	var missing []string
-	for {
+	// The worker registers some series on its first events: poll until
+	// every query's metric is there or the minute runs out.
+	testwait.Poll(time.Minute, 100*time.Millisecond, func() bool {
 		exported := gathered(t, w)
 		missing = missing[:0]
 		for n := range queries {
@@ -176,11 +179,8 @@ func TestGrafanaQueriesNameExportedMetrics(t *testing.T) {
 				missing = append(missing, n)
 			}
 		}
-		if len(missing) == 0 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(missing) == 0 || ctx.Err() != nil
+	})
 	for _, n := range missing {
 		t.Errorf("panels %q query %s, which the worker does not export", queries[n], n)
 	}

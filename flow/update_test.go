@@ -342,6 +342,8 @@ func TestUpdateConcurrent(t *testing.T) {
 		if _, err := tree.Update(set, at(time.Duration(i)*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
+		// Real time: the readers in other goroutines run between
+		// updates (a race test: the tree's clock is the argument).
 		time.Sleep(time.Millisecond)
 	}
 	close(stop)

@@ -77,7 +77,7 @@ log: {format: json, level: info}
 		workers = append(workers, start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
 	}
 	killAt := time.Duration(float64(events) / float64(rate) / 3 * float64(time.Second))
-	time.Sleep(time.Until(t0.Add(killAt)))
+	time.Sleep(time.Until(t0.Add(killAt))) // real time: the kill's place in the paced input
 	_ = workers[2].cmd.Process.Signal(syscall.SIGKILL)
 	<-workers[2].done
 	t.Logf("worker-2 killed %.1fs after the load began", time.Since(t0).Seconds())

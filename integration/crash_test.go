@@ -81,7 +81,7 @@ func killBroker(t *testing.T, brk *proc, addr, dir string, partitions int, begin
 	_ = brk.cmd.Process.Signal(syscall.SIGKILL)
 	<-brk.done
 	t.Logf("t=%5.1fs SIGKILL broker, restart in 2s", time.Since(begin).Seconds())
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // real time: a 2 s outage the workers ride out
 	brk, again := startBrokerAt(t, addr, dir, partitions)
 	if again != addr {
 		t.Fatalf("restarted broker on %s, want %s", again, addr)
@@ -179,7 +179,7 @@ func TestCrashRecovery(t *testing.T) {
 		at := begin.Add(c.at)
 		for time.Now().Before(at) {
 			restartDue(time.Now())
-			time.Sleep(min(time.Until(at), 100*time.Millisecond))
+			time.Sleep(min(time.Until(at), 100*time.Millisecond)) // real time: the kills' schedule
 		}
 		restartDue(time.Now())
 		if c.g == nil {
@@ -214,7 +214,7 @@ func TestCrashRecovery(t *testing.T) {
 		slices.SortFunc(pending, func(a, b restart) int { return a.at.Compare(b.at) })
 	}
 	for len(pending) > 0 {
-		time.Sleep(time.Until(pending[0].at))
+		time.Sleep(time.Until(pending[0].at)) // real time: the restarts' schedule
 		restartDue(time.Now())
 	}
 	for _, g := range groups {
@@ -232,7 +232,9 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("group %s did not consume the input to its end", g.name)
 		}
 	}
-	time.Sleep(2500 * time.Millisecond) // a last stats sync
+	// Real time: one more stats interval (2 s) of idle workers, whose
+	// reports are published on their own timers in other processes.
+	time.Sleep(2500 * time.Millisecond)
 	for _, g := range groups {
 		for _, w := range g.workers {
 			if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {

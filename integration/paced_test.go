@@ -125,12 +125,12 @@ log: {format: json, level: info}
 	for i := 0; i < 3; i++ {
 		workers = append(workers, start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
 	}
-	time.Sleep(time.Until(begin.Add(window / 2)))
+	time.Sleep(time.Until(begin.Add(window / 2))) // real time: half of the paced window
 	if err := workers[2].stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Errorf("worker-2 after SIGTERM: %v", err)
 	}
 	t.Logf("worker-2 stopped at %.1fs into the window", time.Since(begin).Seconds())
-	time.Sleep(time.Until(end.Add(5 * time.Second)))
+	time.Sleep(time.Until(end.Add(5 * time.Second))) // real time: the rest of the window
 
 	// the curve: sampled every second over the window
 	maxDev, worstAt := 0.0, 0.0
@@ -149,7 +149,10 @@ log: {format: json, level: info}
 			t.Errorf("%s after SIGTERM: %v", w.name, err)
 		}
 	}
-	time.Sleep(2 * time.Second) // the last commits become visible
+	// Real time: the follower in this process reads the last commits,
+	// which the stopped workers made visible (no count to poll for: the
+	// total is what is measured).
+	time.Sleep(2 * time.Second)
 	delivered := out.total()
 	finalErr := float64(delivered-target) / target
 	t.Logf("delivered %d of %d (%+.3f%%), max deviation %.3f%% (at %.0fs)", delivered, target, 100*finalErr, 100*maxDev, worstAt)

@@ -53,12 +53,12 @@ func TestBrokerRestart(t *testing.T) {
 	}
 
 	for _, stop := range stops {
-		time.Sleep(time.Until(begin.Add(stop.at)))
+		time.Sleep(time.Until(begin.Add(stop.at))) // real time: the stops' schedule
 		if err := brk.stop(t, stop.sig, 30*time.Second); err != nil && stop.sig == syscall.SIGTERM {
 			t.Fatalf("broker after SIGTERM: %v", err)
 		}
 		t.Logf("t=%5.1fs broker stopped (%v); restarting in 2s", time.Since(begin).Seconds(), stop.sig)
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // real time: a 2 s outage the workers ride out
 		var again string
 		brk, again = startBrokerAt(t, addr, dir, partitions)
 		if again != addr {
@@ -77,7 +77,9 @@ func TestBrokerRestart(t *testing.T) {
 	if !waitFor(45*time.Second, func() bool { return caughtUp(ctx, adm, "rst", "events") }) {
 		t.Fatal("the group did not consume the input to its end")
 	}
-	time.Sleep(2500 * time.Millisecond) // a last stats sync
+	// Real time: one more stats interval (2 s) of idle workers, whose
+	// reports are published on their own timers in other processes.
+	time.Sleep(2500 * time.Millisecond)
 	for _, w := range workers {
 		if w.exited() {
 			t.Errorf("%s exited during the run: %v", w.name, w.werr)

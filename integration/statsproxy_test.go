@@ -154,12 +154,12 @@ http: {listen: "127.0.0.1:0"}
 		{"cut", 23 * time.Second, 31 * time.Second, proxy.Cut, proxy.Restore},
 	}
 	for _, tr := range troubles {
-		time.Sleep(time.Until(begin.Add(tr.from)))
+		time.Sleep(time.Until(begin.Add(tr.from))) // real time: the troubles' schedule
 		tr.start()
 		time.Sleep(time.Until(begin.Add(tr.to)))
 		tr.fix()
 	}
-	time.Sleep(time.Until(end.Add(2 * time.Second)))
+	time.Sleep(time.Until(end.Add(2 * time.Second))) // real time: the rest of the window
 	stop()
 	wg.Wait()
 	<-sampling

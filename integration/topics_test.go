@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
@@ -195,12 +196,5 @@ func (tl tally) String() string {
 
 // waitFor polls cond every 500ms until it is true or timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return true
+	return testwait.Poll(timeout, 500*time.Millisecond, cond)
 }

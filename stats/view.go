@@ -204,15 +204,6 @@ func (v *View) appendView(budget string, dst []flow.Report) []flow.Report {
 	return dst
 }
 
-// legacyShown says whether a kind-1 report (or kind-3 counts) of a source
-// at instant at is newer than the source's ledger, if it has one.
-func (v *View) legacyShown(r flow.Report) bool { return v.legacyNewer(r.Source, r.At) }
-
-func (v *View) legacyNewer(source string, at time.Time) bool {
-	s := v.led.sources[source]
-	return s == nil || at.After(s.at)
-}
-
 // Report returns the report of budget x source, if the View has one (the
 // newer of its ledger entry and its kind-1 report).
 func (v *View) Report(budget, source string) (flow.Report, bool) {

@@ -1,6 +1,11 @@
 package stats
 
-import "slices"
+import (
+	"slices"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+)
 
 // LegacyKeys returns the keys of the records of source of the kinds the
 // ledger replaces that the View holds: kind-1 reports (budget x source)
@@ -28,4 +33,13 @@ func (v *View) LegacyKeys(source string) [][]byte {
 	}
 	slices.SortFunc(out, func(a, b []byte) int { return slices.Compare(a, b) })
 	return out
+}
+
+// legacyShown says whether a kind-1 report (or kind-3 counts) of a source
+// at instant at is newer than the source's ledger, if it has one.
+func (v *View) legacyShown(r flow.Report) bool { return v.legacyNewer(r.Source, r.At) }
+
+func (v *View) legacyNewer(source string, at time.Time) bool {
+	s := v.led.sources[source]
+	return s == nil || at.After(s.at)
 }

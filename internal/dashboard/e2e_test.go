@@ -16,6 +16,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/internal/app"
+	"github.com/throttler/throttler/internal/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
@@ -88,13 +89,7 @@ func startWorkers(t *testing.T, cfg *config.Config, n int) {
 // eventually polls cond until it holds or e2ePatience runs out.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(e2ePatience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", e2ePatience, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.EventuallyEvery(t, e2ePatience, 50*time.Millisecond, what, cond)
 }
 
 // committedAll reports whether group e2e has committed the end of events.

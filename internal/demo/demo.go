@@ -176,18 +176,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
 
-	var stopDash func()
-	view, err := stats.NewView(ctx, topicStats, []kgo.Opt{kgo.SeedBrokers(brokers...)})
+	wt, closeView, err := res.watch(ctx, c, brokers, trees, cfg.Budgets)
 	if err != nil {
 		return nil, errors.Join(err, errors.Join(stopAll()...))
 	}
-	defer view.Close()
-	if res.Dashboard, stopDash, err = startDashboard(c, view); err != nil {
-		return nil, errors.Join(err, errors.Join(stopAll()...))
-	}
-	defer stopDash()
-	wt := &watcher{view: view, trees: trees, budgets: cfg.Budgets, begin: begin, end: end,
-		samples: map[string][]Sample{}, redraw: c.Redraw}
+	defer closeView()
 
 	clk, clickDone, err := startClicks(ctx, c, brokers, end, fm.enc)
 	if err != nil {
@@ -222,6 +215,23 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	res.fill(cfg, cnt, wt.samples)
 	return res, nil
+}
+
+// watch opens the stats view and the dashboard on it, and returns the
+// watcher of the window with the function that closes both.
+func (res *Result) watch(ctx context.Context, c Config, brokers []string, trees []*flow.Tree, budgets []config.Budget) (*watcher, func(), error) {
+	view, err := stats.NewView(ctx, topicStats, []kgo.Opt{kgo.SeedBrokers(brokers...)})
+	if err != nil {
+		return nil, nil, err
+	}
+	var stopDash func()
+	if res.Dashboard, stopDash, err = startDashboard(c, view); err != nil {
+		view.Close()
+		return nil, nil, err
+	}
+	wt := &watcher{view: view, trees: trees, budgets: budgets, begin: res.Begin, end: res.End,
+		samples: map[string][]Sample{}, redraw: c.Redraw}
+	return wt, func() { stopDash(); view.Close() }, nil
 }
 
 // follow samples the view every second and prints the progress table every
