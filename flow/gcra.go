@@ -31,20 +31,20 @@ func (e *CapError) Error() string { return fmt.Sprintf("cap: %s: %s", e.Field, e
 func (e *CapError) Unwrap() error { return ErrInvalidCap }
 
 // CapResult is the answer of Cap.Throttle, field for field the reply of
-// redis-cell's CL.THROTTLE, with durations at full precision instead of
-// whole seconds.
+// redis-cell's CL.THROTTLE but its limit, which is the Cap's (Cap.Limit),
+// with durations at full precision instead of whole seconds. It has four
+// fields so that it is returned in registers, never built in memory.
 type CapResult struct {
 	// Limited is true when the quantity was refused (nothing was consumed).
 	Limited bool
-	// Limit is the most a key can take at once: maxBurst+1.
-	Limit int64
-	// Remaining is how much the key could still take at this instant.
+	// Remaining is how much the key could still take at this instant, at
+	// most Cap.Limit.
 	Remaining int64
 	// RetryAfter is how long until the same request would be allowed. It is
 	// -1 when the request was allowed, and also when it can never be (a
-	// quantity above Limit).
+	// quantity above Cap.Limit).
 	RetryAfter time.Duration
-	// ResetAfter is how long until the key is back to its full Limit. The
+	// ResetAfter is how long until the key is back to its full limit. The
 	// key's state after the call is its theoretical arrival time, now +
 	// ResetAfter: that is what a changelog records and Cap.Restore takes.
 	ResetAfter time.Duration
@@ -131,10 +131,10 @@ func (c *Cap) Throttle(key string, now time.Time, quantity int64) CapResult {
 // of a record just read. It does not retain key, and it does not allocate
 // except to grow the Cap for a new key.
 //
-// The common case, a short key found in its home line, is kept apart and
-// short, with no call but the one to GCRA: the fewer instructions a call
-// takes, the further the CPU can run ahead to start on the next call's cache
-// miss while this one's is still in flight.
+// The common case, a short key found in its home line, is written in line
+// and kept short: every instruction that waits for the key's slot to arrive
+// from memory holds the CPU back from starting on the next call's cache
+// miss meanwhile.
 func (c *Cap) ThrottleBytes(key []byte, now time.Time, quantity int64) CapResult {
 	t := now.UnixNano()
 	var sl *capSlot // the key's slot
@@ -169,22 +169,30 @@ func (c *Cap) ThrottleBytes(key []byte, now time.Time, quantity int64) CapResult
 		sl = c.slot(key, t, quantity)
 	}
 
-	// GCRA proper. tat is the key's theoretical arrival time, raised to t
-	// when the key is idle. The arithmetic is relative to t, and the
-	// fields of the result are kept in scalars, which stay in registers.
-	tat := max(t, int64(sl[0]))
-	limited, retry, reset := true, int64(-1), tat-t
-	if quantity = max(quantity, 0); quantity <= c.limit { // else it can never fit
-		if next := reset + quantity*c.interval; next > c.tolerance {
-			retry = next - c.tolerance
-		} else {
-			limited, reset = false, next
-			if quantity > 0 {
-				sl[0] = uint64(t + next)
-			}
-		}
+	// GCRA proper, relative to t. reset is how far the key's TAT is ahead
+	// of t, 0 when the key is idle.
+	if uint64(quantity-1) >= uint64(c.limit) {
+		return c.gcraOdd(sl, t, quantity)
 	}
-	return CapResult{limited, c.limit, c.div.quo(max(c.tolerance-reset, 0)), time.Duration(retry), time.Duration(reset)}
+	reset := max(int64(sl[0])-t, 0)
+	next := reset + quantity*c.interval
+	if next > c.tolerance {
+		return CapResult{true, c.div.quo(max(c.tolerance-reset, 0)), time.Duration(next - c.tolerance), time.Duration(reset)}
+	}
+	sl[0] = uint64(t + next)
+	return CapResult{false, c.div.quo(c.tolerance - next), -1, time.Duration(next)}
+}
+
+// gcraOdd is the GCRA of ThrottleBytes for a quantity that takes no part
+// of the burst: a query (0 or less), or one above Limit, which can never
+// fit and retries never (-1).
+func (c *Cap) gcraOdd(sl *capSlot, t, quantity int64) CapResult {
+	reset := max(int64(sl[0])-t, 0)
+	limited, retry := quantity > 0, int64(-1)
+	if quantity <= 0 && reset > c.tolerance {
+		limited, retry = true, reset-c.tolerance
+	}
+	return CapResult{limited, c.div.quo(max(c.tolerance-reset, 0)), time.Duration(retry), time.Duration(reset)}
 }
 
 // slot returns the slot of a key that ThrottleBytes did not find in its

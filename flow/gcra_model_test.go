@@ -23,7 +23,7 @@ func (f *capFunnel) pour(now, q int64) flow.CapResult {
 	f.level = max(0, f.level-(now-f.last))
 	f.last = now
 	limit := f.capacity / f.interval
-	r := flow.CapResult{Limit: limit, RetryAfter: -1}
+	r := flow.CapResult{RetryAfter: -1}
 	switch {
 	case q > limit:
 		r.Limited = true
@@ -70,7 +70,7 @@ type capModel struct {
 
 func (m *capModel) throttle(key string, now, q int64) flow.CapResult {
 	tat := max(m.tat[key], now)
-	r := flow.CapResult{Limit: m.limit, RetryAfter: -1, ResetAfter: time.Duration(tat - now)}
+	r := flow.CapResult{RetryAfter: -1, ResetAfter: time.Duration(tat - now)}
 	q = max(q, 0)
 	if q > m.limit {
 		r.Limited = true

@@ -35,9 +35,12 @@ func mustCap(t testing.TB, maxBurst, count int64, period time.Duration) *flow.Ca
 
 func runCapSteps(t *testing.T, c *flow.Cap, key string, limit int64, steps []capStep) {
 	t.Helper()
+	if c.Limit() != limit {
+		t.Errorf("Limit() = %d, want %d", c.Limit(), limit)
+	}
 	for i, s := range steps {
 		got := c.Throttle(key, s.t, s.q)
-		want := flow.CapResult{Limited: s.limited, Limit: limit, Remaining: s.remaining, RetryAfter: s.retry, ResetAfter: s.reset}
+		want := flow.CapResult{Limited: s.limited, Remaining: s.remaining, RetryAfter: s.retry, ResetAfter: s.reset}
 		if got != want {
 			t.Errorf("step %d: Throttle(%q, t0+%v, %d) = %+v, want %+v", i, key, s.t.Sub(capStart), s.q, got, want)
 		}
@@ -113,16 +116,19 @@ func TestCapFullPrecision(t *testing.T) {
 	t0 := capStart
 	t.Run("burst", func(t *testing.T) {
 		c := mustCap(t, 4999, 5000, time.Second)
+		if c.Limit() != 5000 {
+			t.Fatalf("Limit() = %d", c.Limit())
+		}
 		for i := range 5000 {
 			if r := c.Throttle("k", t0, 1); r.Limited || r.Remaining != int64(4999-i) {
 				t.Fatalf("event %d: %+v", i, r)
 			}
 		}
-		want := flow.CapResult{Limited: true, Limit: 5000, RetryAfter: 200 * us, ResetAfter: time.Second}
+		want := flow.CapResult{Limited: true, RetryAfter: 200 * us, ResetAfter: time.Second}
 		if r := c.Throttle("k", t0, 1); r != want {
 			t.Fatalf("event 5000: %+v, want %+v", r, want)
 		}
-		want = flow.CapResult{Limit: 5000, RetryAfter: -1, ResetAfter: time.Second}
+		want = flow.CapResult{RetryAfter: -1, ResetAfter: time.Second}
 		if r := c.Throttle("k", t0.Add(200*us), 1); r != want {
 			t.Fatalf("after 200µs: %+v, want %+v", r, want)
 		}
