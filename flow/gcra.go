@@ -177,7 +177,13 @@ func (c *Cap) ThrottleBytes(key []byte, now time.Time, quantity int64) CapResult
 	reset := max(int64(sl[0])-t, 0)
 	next := reset + quantity*c.interval
 	if next > c.tolerance {
-		return CapResult{true, c.div.quo(max(c.tolerance-reset, 0)), time.Duration(next - c.tolerance), time.Duration(reset)}
+		// Refused: what the key can take, less than quantity, is nothing
+		// when quantity is 1 (the common case, spared the division).
+		remaining := int64(0)
+		if quantity > 1 {
+			remaining = c.div.quo(max(c.tolerance-reset, 0))
+		}
+		return CapResult{true, remaining, time.Duration(next - c.tolerance), time.Duration(reset)}
 	}
 	sl[0] = uint64(t + next)
 	return CapResult{false, c.div.quo(c.tolerance - next), -1, time.Duration(next)}
