@@ -253,7 +253,7 @@ func (pc *partitionCaps) apply(e *Event, next Handler) (o Outcome) {
 		}
 		res := c.ThrottleBytes(key, t, q)
 		if res.Limited {
-			capHeaders(e, sp.Name, res)
+			capHeaders(e, sp.Name, c.Limit(), res)
 			return e.Reject(sp.Name, ReasonCap)
 		}
 		if q > 0 {
@@ -332,9 +332,10 @@ func quantity(e *Event, sp CapSpec) (int64, *decode.RecordError) {
 	return int64(r.Num), nil
 }
 
-// capHeaders adds the CL.THROTTLE answer to a capped event's record. The
-// four numbers share one allocation (the record outlives the event).
-func capHeaders(e *Event, name string, r flow.CapResult) {
+// capHeaders adds the CL.THROTTLE answer of a cap with the given limit to a
+// capped event's record. The four numbers share one allocation (the record
+// outlives the event).
+func capHeaders(e *Event, name string, limit int64, r flow.CapResult) {
 	buf := make([]byte, 0, 32) // grows if need be; earlier values keep the old array
 	num := func(v int64) []byte {
 		start := len(buf)
@@ -348,7 +349,7 @@ func capHeaders(e *Event, name string, r flow.CapResult) {
 		return num(int64((d + time.Millisecond - 1) / time.Millisecond))
 	}
 	e.AddHeader(HeaderCap, bytesconv.Bytes(name))
-	e.AddHeader(HeaderCapLimit, num(r.Limit))
+	e.AddHeader(HeaderCapLimit, num(limit))
 	e.AddHeader(HeaderCapRemaining, num(r.Remaining))
 	e.AddHeader(HeaderCapRetryAfterMs, ms(r.RetryAfter))
 	e.AddHeader(HeaderCapResetAfterMs, ms(r.ResetAfter))
