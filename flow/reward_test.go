@@ -114,3 +114,47 @@ func TestConversionFitBurst(t *testing.T) {
 		t.Fatalf("fit ratio %.4f delay %v, want about 0.02 and 15s", c.ratio, time.Duration(c.delay))
 	}
 }
+
+// Without a prior, before any reward, the delay is at least the time since
+// the passes made were first expected (at the uninformed ratio) to bring
+// a reward: passes lead the ideal curve by that time, and the lead stops
+// growing at the first reward.
+func TestRewardBlindStartLeads(t *testing.T) {
+	b := Budget{Name: "clicks", Target: 600, Begin: t0, End: at(300 * time.Second), Rewards: true} // 2 rewards/s
+	tree := mustTree(t, []Budget{b})
+	var ex MemoryExchange
+	l := mustOpen(t, tree, "p0", t0).Lane("clicks")
+	passed := 0
+	run := func(from, to int) {
+		for k := from; k < to; k++ { // 1000 events/s, a sync every second
+			now := at(time.Duration(k) * 100 * time.Millisecond)
+			if k%10 == 0 {
+				tree.Sync(now, &ex)
+			} else {
+				tree.Tune(now)
+			}
+			passed += offer(l, now, 100*time.Millisecond, 100, 0)
+		}
+	}
+	run(0, 100)
+	s := tree.Controller("clicks").Snapshot()
+	// the uninformed ratio brings a reward for every 22 passes: the
+	// first second's passes do
+	uninformed := math.Sqrt(600 / (1000 * 300.0))
+	t.Logf("after 10 s: %d passes, lead %v (uninformed ratio %.4f: %.0f passes without a lead)", passed, s.RewardDelay, uninformed, 20/uninformed)
+	if s.RewardDelay < 8*time.Second || s.RewardDelay > 10*time.Second {
+		t.Errorf("lead %v after 10 s without a reward, want 8 to 10 s", s.RewardDelay)
+	}
+	// more than without a lead, no more than the ideal course that far
+	// ahead
+	if lo, hi := 1.4*20/uninformed, 2*(10+s.RewardDelay.Seconds())/uninformed; float64(passed) < lo || float64(passed) > hi {
+		t.Errorf("%d passes in 10 s, want %.0f to %.0f", passed, lo, hi)
+	}
+	l.Reward(at(10*time.Second), 1)
+	run(100, 120)
+	s = tree.Controller("clicks").Snapshot()
+	run(120, 150)
+	if s2 := tree.Controller("clicks").Snapshot(); s2.RewardDelay != s.RewardDelay || s.RewardDelay > 10*time.Second {
+		t.Errorf("lead %v at 12 s, %v at 15 s: want it to stop at the first reward (10 s)", s.RewardDelay, s2.RewardDelay)
+	}
+}

@@ -110,14 +110,13 @@ var stressRows = []stressRow{
 		"clicks": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
 	}},
 	// The same without a prior: it starts from an uninformed conversion
-	// ratio and fits the ratio and the delay on the first rewards. The
-	// issue's bar, 3%, is met on 9 seeds of these 10 (3.3% on the
-	// tenth): the rewards that count at three delays come from passes
-	// made by two, when the ratio is known from the rewards of the passes
-	// made within the first delay only (about 50 here: ±14%, ±2% of the
-	// target).
+	// ratio, leading the ideal curve by the time rewards have not come,
+	// and fits the ratio and the delay on the first rewards. The rewards
+	// that count at three delays come from passes made by two, when the
+	// ratio is known from the rewards of the passes made within the first
+	// delay only.
 	{file: "reward-slow-blind.yaml", from: map[string]float64{"clicks": 45}, bars: map[string]func(figures, float64) error{
-		"clicks": all(devAtMost(0.035), finalWithin(-0.03, 0.02)),
+		"clicks": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
 	}},
 	{file: "reward-dying.yaml", from: map[string]float64{"conversions": 24}, bars: map[string]func(figures, float64) error{
 		"conversions": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
