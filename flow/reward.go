@@ -224,29 +224,6 @@ func (c *Controller) blind(t int64, e *estimate) float64 {
 	return conv
 }
 
-// blindLead is how far passes lead the ideal curve while nothing is known
-// of the reward delay but that rewards have not come (yet): the delay is
-// at least the time since the passes made were first expected, at the
-// uninformed ratio conv, to bring a reward, up to the first reward seen
-// (no more than MaxRewardDelay).
-func (c *Controller) blindLead(t int64, conv float64) int64 {
-	m := c.conv
-	from := int64(-1)
-	for i, at := range m.t {
-		if from < 0 && m.p[i]*conv >= 1 {
-			from = at
-		}
-		if m.r[i] > 0 {
-			t = min(t, at)
-			break
-		}
-	}
-	if from < 0 || t <= from {
-		return 0
-	}
-	return min(t-from, int64(c.cfg.maxDelay))
-}
-
 // peersConversion averages the conversion ratio and delay that fresh
 // peers' nodes have fitted (zero when none has).
 func (c *Controller) peersConversion(t int64) (conv float64, delay int64) {

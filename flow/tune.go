@@ -47,11 +47,9 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 	if g.conv, g.lead = c.converts(t, e); g.conv == 0 {
 		// Nothing known: every pass not yet accounted for by the rewards
 		// seen is taken to be in flight, at the uninformed ratio, so that
-		// passes follow the ideal curve scaled by it, ahead by the time
-		// rewards have not come, until a fit (or a peer's) tells the
-		// ratio and the delay.
+		// passes follow the ideal curve scaled by it until a fit (or a
+		// peer's) tells the ratio and the delay.
 		g.conv = c.blind(t, e)
-		g.lead = c.blindLead(t, g.conv)
 		g.achieved = max(e.rewards, g.conv*e.passed) + g.conv*e.reserve
 		return g
 	}
