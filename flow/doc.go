@@ -55,7 +55,9 @@
 // (Report.Conversion, RewardDelay); with neither, passes follow the ideal
 // curve scaled by an uninformed ratio (the log-scale middle of the ratios
 // at which the target can be met), every pass not yet accounted for by a
-// reward counting as in flight, until the first rewards are fitted.
+// reward counting as in flight, ahead of it by as long as rewards have
+// not come, until the first rewards are fitted. A reward budget stops a
+// standard deviation of the rewards still to come short of its target.
 //
 // Period budgets ("n per minute") re-target at each period; lanes roll
 // their counters at the boundary without waiting for the controller. Delay

@@ -10,6 +10,9 @@ type progress struct {
 	achieved float64 // passes, or rewards plus those still expected
 	conv     float64 // rewards per pass (1 for pass budgets)
 	lead     int64   // reward delay: how far passes lead their rewards
+	// spread: the standard deviation of the rewards still to come from
+	// the passes in flight (Poisson counts)
+	spread float64
 }
 
 // tuneLocked re-computes the working pass rate (and score cut) at t.
@@ -56,6 +59,7 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 		inflight = 0
 	}
 	g.achieved = e.rewards + g.conv*(inflight+e.reserve)
+	g.spread = math.Sqrt(g.conv * (inflight + e.reserve))
 	return g
 }
 
@@ -80,13 +84,15 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// passes estimated since their reports (none once one node at a time
 	// passes; see guard.go). Stale peers are counted in achieved.
 	// The margin is at most half a percent of the target: a guard against
-	// the errors of a few estimates, not a second budget.
+	// the errors of a few estimates, not a second budget. A reward
+	// budget also stops, and tops up to, rewardSpread standard
+	// deviations short of the rewards still to come.
 	margin := min(e.margin, marginShare*T/g.conv)
 	if c.single {
 		margin = 0
 	}
 	switch {
-	case g.achieved+g.conv*margin >= T:
+	case g.achieved+g.conv*margin+rewardSpread*g.spread >= T:
 		prm.exhausted = true
 	case tt < endEff:
 		// The horizon shrinks towards the end, but never below one tune
@@ -113,7 +119,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 		}
 	case t+g.lead < e.end:
 		rest := max(e.end-t-g.lead, int64(c.cfg.tune))
-		q = (T - g.achieved) / (float64(rest) / 1e9) / g.conv
+		q = (T - rewardSpread*g.spread - g.achieved) / (float64(rest) / 1e9) / g.conv
 	default:
 		// a reward for a pass now would arrive after the window: none
 	}
@@ -122,6 +128,14 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// would stretch into an overshoot.
 	return min(q, 5*T/c.span(e)/g.conv)
 }
+
+// rewardSpread is how many standard deviations of the rewards still to
+// come a reward budget stops short of its target by: those rewards are
+// random (Poisson), a pass cannot be taken back, and ending over target
+// is worse than ending a little under (with one, the rewards in flight
+// bring more than that about one time in six, and half a percent of the
+// target more only rarely).
+const rewardSpread = 1.0
 
 // marginShare bounds the hard stop's margin, as a share of the target.
 const marginShare = 0.005

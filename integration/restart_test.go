@@ -97,13 +97,12 @@ func TestBrokerRestart(t *testing.T) {
 	if len(tl.lost) > 0 || tl.duplicates > 0 || tl.unknown > 0 {
 		t.Errorf("%d ids lost (e.g. %v), %d duplicated, %d unknown", len(tl.lost), tl.lost[:min(5, len(tl.lost))], tl.duplicates, tl.unknown)
 	}
-	// The bar for a broker restart is that nothing is lost; the
-	// 0.5% overspend bar is the crash test's. A restart costs the workers
-	// their partitions and their stats for seconds: 0–0.4% over target on
-	// a quiet machine, 4.4% once under a loaded CI run. Bound it loosely
-	// here and report the figure.
-	if over > 0.10 {
-		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 10%%)", tl.passes, target, 100*over)
+	// The bar: at most 0.5% over target. A restart costs the
+	// workers their stats for seconds; the guards of flow/guard.go reserve
+	// what stale peers may have passed, so the runs end under target (the
+	// window closes while the backlog of the second stop is still read).
+	if over > 0.005 {
+		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 0.5%%)", tl.passes, target, 100*over)
 	}
 	inStats, inCps := countedPasses(ctx, t, addr, "rst.stats", "events", partitions, "campaign")
 	t.Logf("passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inCps, tl.passes)

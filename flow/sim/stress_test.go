@@ -105,9 +105,12 @@ var stressRows = []stressRow{
 		"campaign": all(finalWithin(-0.02, 0.005)),
 	}},
 	// Reward budgets whose definitions guess the conversion and delay
-	// within a factor of 1.5: judged once three delays have passed.
+	// within a factor of 1.5: judged once three delays have passed. They
+	// stop a standard deviation of the rewards in flight short of the
+	// target (about 0.5% of it here): one seed of these ten still ends
+	// 0.7% over.
 	{file: "reward-slow.yaml", from: map[string]float64{"clicks": 45}, bars: map[string]func(figures, float64) error{
-		"clicks": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
+		"clicks": all(devAtMost(0.03), finalWithin(-0.03, 0.01)),
 	}},
 	// The same without a prior: it starts from an uninformed conversion
 	// ratio and fits the ratio and the delay on the first rewards. The
@@ -117,10 +120,10 @@ var stressRows = []stressRow{
 	// made within the first delay only (about 50 here: ±14%, ±2% of the
 	// target).
 	{file: "reward-slow-blind.yaml", from: map[string]float64{"clicks": 45}, bars: map[string]func(figures, float64) error{
-		"clicks": all(devAtMost(0.035), finalWithin(-0.03, 0.02)),
+		"clicks": all(devAtMost(0.035), finalWithin(-0.03, 0.005)),
 	}},
 	{file: "reward-dying.yaml", from: map[string]float64{"conversions": 24}, bars: map[string]func(figures, float64) error{
-		"conversions": all(devAtMost(0.03), finalWithin(-0.03, 0.02)),
+		"conversions": all(devAtMost(0.03), finalWithin(-0.03, 0.005)),
 	}},
 	// A pass budget ends at most 0.1% over its target whatever crashes.
 	{file: "crash-nested.yaml", bars: map[string]func(figures, float64) error{
@@ -201,5 +204,12 @@ var situationRows = []stressRow{
 	}},
 	{file: "reward-tail.yaml", from: map[string]float64{"clicks": 12}, bars: map[string]func(figures, float64) error{
 		"clicks": all(finalWithin(-0.02, 0.05), devAtMost(0.1)),
+	}},
+	// A blind start whose conversion is three times the uninformed ratio:
+	// the start, which follows the ideal curve scaled by that ratio, must
+	// not overshoot when the ratio is wrong (a lead ahead of the curve
+	// until the first reward, tried, gave 15.4% / 17.3% here).
+	{file: "reward-rich-blind.yaml", from: map[string]float64{"clicks": 45}, bars: map[string]func(figures, float64) error{
+		"clicks": all(finalWithin(-0.02, 0.005), devAtMost(0.06)),
 	}},
 }
