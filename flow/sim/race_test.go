@@ -2,7 +2,6 @@
 
 package sim
 
-// raceEnabled: the race detector slows the simulator some twenty times;
-// the simulator runs on one goroutine, so the ten-seed sweeps skip under
-// it (the rest of the package still runs).
+// raceEnabled: the race detector slows the simulator some twenty times,
+// so the ten-seed sweeps run one seed of each scenario under it.
 const raceEnabled = true

@@ -139,12 +139,16 @@ var stressRows = []stressRow{
 
 // The situations of the issue, each over ten seeds.
 func TestStress(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("ten seeds of each situation (one goroutine: nothing for the race detector)")
+	if testing.Short() {
+		t.Skip("ten seeds of each situation")
+	}
+	seeds := 10
+	if raceEnabled {
+		seeds = 1 // the race detector slows the simulator some twenty times
 	}
 	for _, row := range append(stressRows, situationRows...) {
 		t.Run(row.file, func(t *testing.T) {
-			figs := sweep(t, row.file, seedsFrom(100, 10), row.from)
+			figs := sweep(t, row.file, seedsFrom(100, seeds), row.from)
 			for name, bar := range row.bars {
 				fs := figs[name]
 				target := 0.0
