@@ -8,9 +8,12 @@ import (
 )
 
 // minPartitionBytes is the least a read_committed fetch may ask of a
-// partition after wholePartitions shares the response limit out: a full
-// batch of the worker's producer (consumer.ProducerLimits).
-const minPartitionBytes = 1 << 20
+// partition after wholePartitions shares the response limit out. kfake
+// returns a partition whose next batch is larger only when it is the
+// first of the response, so the share must not be tiny; and a response
+// stays within kgo's 100 MiB read limit up to 400 partitions (a
+// `throttler scale` reader asks 64 MiB over 3 topics of 48 partitions).
+const minPartitionBytes = 256 << 10
 
 // wholePartitions makes kfake answer every read_committed Fetch with
 // whole partitions, so that each partition's data comes with its aborted

@@ -93,8 +93,8 @@ func TestWholePartitionsSharesTheLimit(t *testing.T) {
 	req.MaxBytes = 1 << 20 // a share below minPartitionBytes is raised to it
 	req.Topics[1].Partitions[5].PartitionMaxBytes = 8 << 20
 	wholePartitions(req)
-	if got := req.Topics[1].Partitions[5].PartitionMaxBytes; got != minPartitionBytes {
-		t.Errorf("with a 1 MiB response over 32 partitions a partition asks %d, want %d", got, minPartitionBytes)
+	if got := req.Topics[1].Partitions[5].PartitionMaxBytes; got != 256<<10 {
+		t.Errorf("with a 1 MiB response over 32 partitions a partition asks %d, want 256 KiB", got)
 	}
 
 	plain := kmsg.NewPtrFetchRequest() // read_uncommitted: untouched
