@@ -105,7 +105,11 @@ log: {format: json, level: info}
 
 	conn := []kgo.Opt{kgo.SeedBrokers(addr)}
 	in := readCommitted(wctx, t, conn, "events")
-	out := readCommitted(wctx, t, conn, "passed", "rejected", "capped.dead-letter")
+	// One byte a response: kfake cut every response after its first
+	// batch, with no aborted transaction listed for that batch, so every
+	// record of an aborted transaction was read (issue 11 item 2, now
+	// kept from happening by the broker).
+	out := readCommitted(wctx, t, append(conn, kgo.FetchMaxBytes(1)), "passed", "rejected", "capped.dead-letter")
 	if len(in) != events {
 		t.Fatalf("input holds %d events, want %d", len(in), events)
 	}
