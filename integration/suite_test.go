@@ -311,8 +311,8 @@ func waitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, t
 // offsets.
 func readCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...string) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(append(conn, kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(), kgo.FetchMaxBytes(16<<20))...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.FetchMaxBytes(16 << 20)}, conn...)...) // conn may override
 	if err != nil {
 		t.Fatal(err)
 	}

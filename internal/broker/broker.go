@@ -97,6 +97,7 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 		ln.Close() // kfake closes it only once the listener was handed over
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
 	}
+	guardFetches(cluster)
 	b := &Broker{cluster: cluster, addrs: []string{advertised.String()}, done: make(chan struct{})}
 	b.clientOpts = append([]kgo.Opt{kgo.SeedBrokers(b.addrs...)}, sec.client...)
 	runCtx, stop := context.WithCancel(ctx)

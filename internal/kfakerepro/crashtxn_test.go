@@ -104,12 +104,12 @@ func producer(t *testing.T, b *broker, opts ...kgo.Opt) *kgo.Client {
 
 // read returns the values of topic t's data records up to and including
 // the non-transactional record "end", which no aborted range hides.
-func read(t *testing.T, b *broker, level kgo.IsolationLevel) []string {
+func read(t *testing.T, b *broker, level kgo.IsolationLevel, opts ...kgo.Opt) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumeTopics("t"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ConsumeTopics("t"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
