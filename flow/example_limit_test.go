@@ -17,7 +17,7 @@ func ExampleCap() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	show := func(r flow.CapResult) {
 		fmt.Printf("limited=%v limit=%d remaining=%d retry_after=%v reset_after=%v\n",
-			r.Limited, replies.Limit(), r.Remaining, r.RetryAfter, r.ResetAfter)
+			r.Limited, replies.Limit(), r.Remaining(), r.RetryAfter, r.ResetAfter)
 	}
 
 	show(replies.Throttle("laoqian:reply", now, 1))

@@ -30,16 +30,15 @@ func (e *CapError) Error() string { return fmt.Sprintf("cap: %s: %s", e.Field, e
 // Unwrap returns ErrInvalidCap.
 func (e *CapError) Unwrap() error { return ErrInvalidCap }
 
-// CapResult is the answer of Cap.Throttle, field for field the reply of
-// redis-cell's CL.THROTTLE but its limit, which is the Cap's (Cap.Limit),
-// with durations at full precision instead of whole seconds. It has four
-// fields so that it is returned in registers, never built in memory.
+// CapResult is the answer of Cap.Throttle: field for field the reply of
+// redis-cell's CL.THROTTLE, with durations at full precision instead of
+// whole seconds, but its limit, which is the Cap's (Cap.Limit), and its
+// remaining quantity, which follows from ResetAfter and is computed only
+// when asked for (Remaining). It has four words so that it is returned in
+// registers, never built in memory.
 type CapResult struct {
 	// Limited is true when the quantity was refused (nothing was consumed).
 	Limited bool
-	// Remaining is how much the key could still take at this instant, at
-	// most Cap.Limit.
-	Remaining int64
 	// RetryAfter is how long until the same request would be allowed. It is
 	// -1 when the request was allowed, and also when it can never be (a
 	// quantity above Cap.Limit).
@@ -48,6 +47,22 @@ type CapResult struct {
 	// key's state after the call is its theoretical arrival time, now +
 	// ResetAfter: that is what a changelog records and Cap.Restore takes.
 	ResetAfter time.Duration
+
+	cap *Cap // for Remaining
+}
+
+// Remaining is how much the key could still take at the instant of the
+// call, after it: at most Cap.Limit, 0 for the zero CapResult. It is
+// floor((tolerance - ResetAfter) / interval), where tolerance is Limit
+// emission intervals: the burst still unused at that instant. It is a
+// method, not a field, so that a call whose caller does not read it (an
+// admitted event, in the common case) does not pay for the division, which
+// would wait for the key's state to arrive from memory.
+func (r CapResult) Remaining() int64 {
+	if r.cap == nil {
+		return 0
+	}
+	return r.cap.div.quo(max(r.cap.tolerance-int64(r.ResetAfter), 0))
 }
 
 // Cap is a per-key frequency cap: every key may take count per period on
@@ -136,7 +151,11 @@ func (c *Cap) Throttle(key string, now time.Time, quantity int64) CapResult {
 // from memory holds the CPU back from starting on the next call's cache
 // miss meanwhile.
 func (c *Cap) ThrottleBytes(key []byte, now time.Time, quantity int64) CapResult {
-	t := now.UnixNano()
+	return c.ThrottleNanos(key, now.UnixNano(), quantity)
+}
+
+// ThrottleNanos is ThrottleBytes at an instant given in Unix nanoseconds.
+func (c *Cap) ThrottleNanos(key []byte, t int64, quantity int64) CapResult {
 	var sl *capSlot // the key's slot
 	if n := len(key); n <= capInline {
 		// capPack, written in line.
@@ -177,16 +196,10 @@ func (c *Cap) ThrottleBytes(key []byte, now time.Time, quantity int64) CapResult
 	reset := max(int64(sl[0])-t, 0)
 	next := reset + quantity*c.interval
 	if next > c.tolerance {
-		// Refused: what the key can take, less than quantity, is nothing
-		// when quantity is 1 (the common case, spared the division).
-		remaining := int64(0)
-		if quantity > 1 {
-			remaining = c.div.quo(max(c.tolerance-reset, 0))
-		}
-		return CapResult{true, remaining, time.Duration(next - c.tolerance), time.Duration(reset)}
+		return CapResult{true, time.Duration(next - c.tolerance), time.Duration(reset), c}
 	}
 	sl[0] = uint64(t + next)
-	return CapResult{false, c.div.quo(c.tolerance - next), -1, time.Duration(next)}
+	return CapResult{false, -1, time.Duration(next), c}
 }
 
 // gcraOdd is the GCRA of ThrottleBytes for a quantity that takes no part
@@ -198,7 +211,7 @@ func (c *Cap) gcraOdd(sl *capSlot, t, quantity int64) CapResult {
 	if quantity <= 0 && reset > c.tolerance {
 		limited, retry = true, reset-c.tolerance
 	}
-	return CapResult{limited, c.div.quo(max(c.tolerance-reset, 0)), time.Duration(retry), time.Duration(reset)}
+	return CapResult{limited, time.Duration(retry), time.Duration(reset), c}
 }
 
 // slot returns the slot of a key that ThrottleBytes did not find in its

@@ -19,11 +19,22 @@ type capFunnel struct {
 	last               int64
 }
 
-func (f *capFunnel) pour(now, q int64) flow.CapResult {
+// capReply is a CapResult with its remaining quantity, comparable with ==.
+type capReply struct {
+	Limited                bool
+	Remaining              int64
+	RetryAfter, ResetAfter time.Duration
+}
+
+func replyOf(r flow.CapResult) capReply {
+	return capReply{r.Limited, r.Remaining(), r.RetryAfter, r.ResetAfter}
+}
+
+func (f *capFunnel) pour(now, q int64) capReply {
 	f.level = max(0, f.level-(now-f.last))
 	f.last = now
 	limit := f.capacity / f.interval
-	r := flow.CapResult{RetryAfter: -1}
+	r := capReply{RetryAfter: -1}
 	switch {
 	case q > limit:
 		r.Limited = true
@@ -53,7 +64,7 @@ func TestCapMatchesFunnel(t *testing.T) {
 		for i := range 20000 {
 			now = now.Add(time.Duration(rng.Int64N(2 * interval)))
 			q := rng.Int64N(p.burst + 3)
-			got, want := c.Throttle("k", now, q), f.pour(now.UnixNano(), q)
+			got, want := replyOf(c.Throttle("k", now, q)), f.pour(now.UnixNano(), q)
 			if got != want {
 				t.Fatalf("%+v call %d (q=%d): got %+v, funnel %+v", p, i, q, got, want)
 			}
@@ -68,9 +79,9 @@ type capModel struct {
 	tat                        map[string]int64
 }
 
-func (m *capModel) throttle(key string, now, q int64) flow.CapResult {
+func (m *capModel) throttle(key string, now, q int64) capReply {
 	tat := max(m.tat[key], now)
-	r := flow.CapResult{RetryAfter: -1, ResetAfter: time.Duration(tat - now)}
+	r := capReply{RetryAfter: -1, ResetAfter: time.Duration(tat - now)}
 	q = max(q, 0)
 	if q > m.limit {
 		r.Limited = true
@@ -123,11 +134,14 @@ func TestCapModel(t *testing.T) {
 			m.tat[key] = tat
 		default:
 			q := rng.Int64N(4)
-			var got flow.CapResult
-			if x%2 == 0 {
-				got = c.Throttle(key, time.Unix(0, now), q)
-			} else {
-				got = c.ThrottleBytes([]byte(key), time.Unix(0, now), q)
+			var got capReply
+			switch x % 3 {
+			case 0:
+				got = replyOf(c.Throttle(key, time.Unix(0, now), q))
+			case 1:
+				got = replyOf(c.ThrottleBytes([]byte(key), time.Unix(0, now), q))
+			default:
+				got = replyOf(c.ThrottleNanos([]byte(key), now, q))
 			}
 			if want := m.throttle(key, now, q); got != want {
 				t.Fatalf("op %d: Throttle(%.12q, %d) = %+v, model %+v", op, key, q, got, want)

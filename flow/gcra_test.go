@@ -40,9 +40,10 @@ func runCapSteps(t *testing.T, c *flow.Cap, key string, limit int64, steps []cap
 	}
 	for i, s := range steps {
 		got := c.Throttle(key, s.t, s.q)
-		want := flow.CapResult{Limited: s.limited, Remaining: s.remaining, RetryAfter: s.retry, ResetAfter: s.reset}
-		if got != want {
-			t.Errorf("step %d: Throttle(%q, t0+%v, %d) = %+v, want %+v", i, key, s.t.Sub(capStart), s.q, got, want)
+		if got.Limited != s.limited || got.Remaining() != s.remaining || got.RetryAfter != s.retry || got.ResetAfter != s.reset {
+			t.Errorf("step %d: Throttle(%q, t0+%v, %d) = limited %v remaining %d retry %v reset %v, want %v %d %v %v",
+				i, key, s.t.Sub(capStart), s.q, got.Limited, got.Remaining(), got.RetryAfter, got.ResetAfter,
+				s.limited, s.remaining, s.retry, s.reset)
 		}
 	}
 }
@@ -120,16 +121,16 @@ func TestCapFullPrecision(t *testing.T) {
 			t.Fatalf("Limit() = %d", c.Limit())
 		}
 		for i := range 5000 {
-			if r := c.Throttle("k", t0, 1); r.Limited || r.Remaining != int64(4999-i) {
+			if r := c.Throttle("k", t0, 1); r.Limited || r.Remaining() != int64(4999-i) {
 				t.Fatalf("event %d: %+v", i, r)
 			}
 		}
-		want := flow.CapResult{Limited: true, RetryAfter: 200 * us, ResetAfter: time.Second}
-		if r := c.Throttle("k", t0, 1); r != want {
+		want := capReply{Limited: true, RetryAfter: 200 * us, ResetAfter: time.Second}
+		if r := replyOf(c.Throttle("k", t0, 1)); r != want {
 			t.Fatalf("event 5000: %+v, want %+v", r, want)
 		}
-		want = flow.CapResult{RetryAfter: -1, ResetAfter: time.Second}
-		if r := c.Throttle("k", t0.Add(200*us), 1); r != want {
+		want = capReply{RetryAfter: -1, ResetAfter: time.Second}
+		if r := replyOf(c.Throttle("k", t0.Add(200*us), 1)); r != want {
 			t.Fatalf("after 200µs: %+v, want %+v", r, want)
 		}
 		if r := c.Throttle("k", t0.Add(200*us+399*us), 2); !r.Limited || r.RetryAfter != 1*us {
@@ -202,7 +203,7 @@ func TestCapKeys(t *testing.T) {
 	if r := c.ThrottleBytes([]byte("alice"), t0, 1); !r.Limited || r.RetryAfter != 20*time.Minute {
 		t.Fatalf("alice 4th: %+v", r)
 	}
-	if r := c.ThrottleBytes([]byte("bob"), t0, 1); r.Limited || r.Remaining != 2 {
+	if r := c.ThrottleBytes([]byte("bob"), t0, 1); r.Limited || r.Remaining() != 2 {
 		t.Fatalf("bob: %+v", r)
 	}
 	fresh := c.Throttle("carol", t0.Add(time.Hour), 0)
@@ -324,7 +325,7 @@ func TestCapRestore(t *testing.T) {
 	}
 	for i := range 40 {
 		key, now := fmt.Sprint("user-", i), t0.Add(300*time.Second)
-		if ra, rb := a.Throttle(key, now, 1), b.Throttle(key, now, 1); ra != rb {
+		if ra, rb := replyOf(a.Throttle(key, now, 1)), replyOf(b.Throttle(key, now, 1)); ra != rb {
 			t.Fatalf("%s: original %+v, restored %+v", key, ra, rb)
 		}
 	}

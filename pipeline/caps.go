@@ -224,7 +224,8 @@ func (pc *partitionCaps) apply(e *Event, next Handler) (o Outcome) {
 	if t.IsZero() {
 		t = e.Now
 	}
-	if tn := t.UnixNano(); tn > pc.watermark {
+	tn := t.UnixNano()
+	if tn > pc.watermark {
 		pc.watermark = tn
 	}
 	pc.applied = pc.applied[:0]
@@ -251,7 +252,7 @@ func (pc *partitionCaps) apply(e *Event, next Handler) (o Outcome) {
 		if tat, ok := c.Lookup(key); ok {
 			prev = capUndo{tat.UnixNano(), true}
 		}
-		res := c.ThrottleBytes(key, t, q)
+		res := c.ThrottleNanos(key, tn, q)
 		if res.Limited {
 			capHeaders(e, sp.Name, c.Limit(), res)
 			return e.Reject(sp.Name, ReasonCap)
@@ -350,7 +351,7 @@ func capHeaders(e *Event, name string, limit int64, r flow.CapResult) {
 	}
 	e.AddHeader(HeaderCap, bytesconv.Bytes(name))
 	e.AddHeader(HeaderCapLimit, num(limit))
-	e.AddHeader(HeaderCapRemaining, num(r.Remaining))
+	e.AddHeader(HeaderCapRemaining, num(r.Remaining()))
 	e.AddHeader(HeaderCapRetryAfterMs, ms(r.RetryAfter))
 	e.AddHeader(HeaderCapResetAfterMs, ms(r.ResetAfter))
 }

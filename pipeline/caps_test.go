@@ -192,8 +192,8 @@ func TestCapsStageSeveralCaps(t *testing.T) {
 	want(r.event("u", 0, `,"device":"d2","n":0`), "pass") // asks only
 	// "u" was charged by the 3 passes only: 7 more fit.
 	res := r.pc.caps[0].Throttle("u", capT0, 0)
-	if res.Remaining != 7 {
-		t.Fatalf("user cap remaining %d, want 7 (only the 3 passes are charged)", res.Remaining)
+	if res.Remaining() != 7 {
+		t.Fatalf("user cap remaining %d, want 7 (only the 3 passes are charged)", res.Remaining())
 	}
 	want(r.event("u", 0, `,"n":1`), "dead:"+string(ReasonMissingCapKey))
 	want(r.event("u", 0, `,"device":{},"n":1`), "dead:"+string(ReasonCapKeyType))
@@ -202,8 +202,8 @@ func TestCapsStageSeveralCaps(t *testing.T) {
 	want(r.event("u", 0, `,"device":"d3","n":-1`), "dead:"+string(ReasonCapQuantity))
 	want(r.event("u", 0, `,"device":"d3","n":"1"`), "dead:"+string(ReasonCapQuantity))
 	want(r.event("", 0, `,"device":"d3","n":1`), "dead:"+string(ReasonMissingCapKey))
-	if res := r.pc.caps[0].Throttle("u", capT0, 0); res.Remaining != 7 {
-		t.Fatalf("bad records charged the user cap: remaining %d", res.Remaining)
+	if res := r.pc.caps[0].Throttle("u", capT0, 0); res.Remaining() != 7 {
+		t.Fatalf("bad records charged the user cap: remaining %d", res.Remaining())
 	}
 	if _, ok := r.pc.caps[1].Lookup([]byte("d3")); ok {
 		t.Fatal("a bad record charged the device cap")
