@@ -75,7 +75,10 @@ func (r CapResult) Remaining() int64 {
 // (TAT). A key whose TAT is not after now is equivalent to an absent key, so
 // idle keys can be forgotten: call Sweep periodically to keep memory
 // bounded. Keys are copied into the Cap, which holds no pointer per key: a
-// million keys cost the garbage collector nothing to scan. A Cap holds up to
+// million keys cost the garbage collector nothing to scan. A key longer
+// than 23 bytes is told apart from others by a 128-bit hash under random
+// seeds (two keys are confused with a probability of 2^-128), so that a
+// lookup reads one cache line whatever the key's length. A Cap holds up to
 // about a billion keys (16M a shard); it panics beyond.
 //
 // A Cap is not safe for concurrent use. Like a map, it belongs to one

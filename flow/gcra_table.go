@@ -22,7 +22,7 @@ import (
 // tables are in cache anyway.
 type capShard struct {
 	lines   []capLine // never full; nil when empty
-	keys    []byte    // long keys, back to back
+	keys    []byte    // the records of long keys, back to back
 	live    int       // keys held: the slots in use
 	garbage int       // bytes of keys no slot refers to any more
 }
@@ -36,11 +36,16 @@ type capShard struct {
 //   - 8 <= n < 16: bytes 0 to 7; bytes n-8 to n-1; the tag.
 //   - 16 <= n <= 23: bytes 0 to 7; 8 to 15; n-8 to n-1 with its first byte,
 //     which is also in word 2, replaced by the tag.
-//   - a longer key: its hash; its offset in capShard.keys; its length << 8
-//     | the tag.
+//   - a longer key: two 64-bit hashes of it under independent random
+//     seeds; the offset of its record in capShard.keys << 8 | the tag. The
+//     record is the key's length as a uvarint, then its bytes.
 //
 // A lookup of a short key compares the three words with the same encoding
-// of the key it seeks: no tag to match first, no other memory to read.
+// of the key it seeks: no tag to match first, no other memory to read. A
+// lookup of a long key compares its two hashes and the tag, and reads no
+// other memory either: a long key is known by its 128-bit hash, which two
+// distinct keys share with a probability of 2^-128 (about 10^-27 among a
+// million keys), so its bytes are kept only to be listed (All, SweepFunc).
 type capSlot [4]uint64
 
 // capLine is a cache line of slots. Slot j of a shard is slot j%capLineSlots
@@ -55,7 +60,7 @@ func (s *capShard) at(j int) *capSlot { return &s.lines[j/capLineSlots][j%capLin
 
 const (
 	capInline    = 23   // the longest key a slot holds
-	capLong      = 0xff // the tag of a slot that refers to a key in capShard.keys
+	capLong      = 0xff // the tag of a slot of a key longer than capInline
 	capLineSlots = 2    // slots in a 64-byte cache line
 	capMinSlots  = 8
 	capMaxKeys   = 1<<24 - 1 // a shard's keys: about a billion in a Cap
@@ -100,7 +105,8 @@ func capLoad32(key []byte, i int) uint64 { return uint64(binary.LittleEndian.Uin
 func (s *capShard) key(sl *capSlot, buf *[capInline + 1]byte) []byte {
 	tag := int(byte(sl[3]))
 	if tag == capLong {
-		return s.keys[sl[2] : sl[2]+sl[3]>>8]
+		_, key := capLongRecord(s.keys, sl)
+		return key
 	}
 	n := tag - 1
 	le := binary.LittleEndian
@@ -123,14 +129,25 @@ func (s *capShard) key(sl *capSlot, buf *[capInline + 1]byte) []byte {
 // is hashed from the words of its slot (capPack), which the lookup has at
 // hand anyway and which hash again without unpacking, by two rounds of a
 // 64×64→128-bit multiply folded to 64 bits, under random keys; a longer key
-// by hash/maphash.
+// by hash/maphash under two seeds, the first hash placing it and both
+// identifying it.
 type capHash struct {
-	seed maphash.Seed
-	k    [4]uint64
+	seed, seed2 maphash.Seed // a long key's two hashes
+	k           [4]uint64
 }
 
 func newCapHash() capHash {
-	return capHash{seed: maphash.MakeSeed(), k: [4]uint64{rand.Uint64(), rand.Uint64(), rand.Uint64(), rand.Uint64()}}
+	return capHash{seed: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
+		k: [4]uint64{rand.Uint64(), rand.Uint64(), rand.Uint64(), rand.Uint64()}}
+}
+
+// capLongRecord returns the record in keys of the long key of slot sl
+// (its length as a uvarint, then its bytes), and the key's bytes.
+func capLongRecord(keys []byte, sl *capSlot) (record, key []byte) {
+	off := sl[3] >> 8
+	n, w := binary.Uvarint(keys[off:])
+	end := off + uint64(w) + n
+	return keys[off:end], keys[end-n : end]
 }
 
 // short returns the hash of the short key whose slot words are w1, w2, w3.
@@ -155,7 +172,7 @@ func (c *Cap) locate(key []byte) (s *capShard, h uint64, sl *capSlot, i int) {
 	if len(key) > capInline {
 		h = maphash.Bytes(c.hash.seed, key)
 		s = &c.shards[h%CapShards]
-		sl, i = s.findLong(h, key)
+		sl, i = s.findLong(h, maphash.Bytes(c.hash.seed2, key))
 		return s, h, sl, i
 	}
 	w1, w2, w3 := capPack(key)
@@ -196,15 +213,15 @@ func (s *capShard) findShort(i int, w1, w2, w3 uint64) (*capSlot, int) {
 	}
 }
 
-// findLong is findShort for a key longer than capInline with hash h.
-func (s *capShard) findLong(h uint64, key []byte) (*capSlot, int) {
+// findLong is findShort for a key longer than capInline with hashes h and
+// h2.
+func (s *capShard) findLong(h, h2 uint64) (*capSlot, int) {
 	if len(s.lines) == 0 {
 		return nil, 0
 	}
-	w3 := uint64(len(key))<<8 | capLong
 	for i := s.home(h) * capLineSlots; ; {
 		sl := s.at(i)
-		if sl[1] == h && sl[3] == w3 && string(s.keys[sl[2]:sl[2]+uint64(len(key))]) == string(key) {
+		if sl[1] == h && sl[2] == h2 && byte(sl[3]) == capLong {
 			return sl, i
 		}
 		if sl[3] == 0 {
@@ -230,7 +247,8 @@ func (c *Cap) insert(s *capShard, i int, key []byte, h uint64) *capSlot {
 	if len(key) <= capInline {
 		sl[1], sl[2], sl[3] = capPack(key)
 	} else {
-		sl[1], sl[2], sl[3] = h, uint64(len(s.keys)), uint64(len(key))<<8|capLong
+		sl[1], sl[2], sl[3] = h, maphash.Bytes(c.hash.seed2, key), uint64(len(s.keys))<<8|capLong
+		s.keys = binary.AppendUvarint(s.keys, uint64(len(key)))
 		s.keys = append(s.keys, key...)
 	}
 	s.live++
@@ -261,9 +279,7 @@ func (s *capShard) resize(k *capHash, n int) {
 				continue
 			}
 			if byte(sl[3]) == capLong {
-				off := len(s.keys)
-				s.keys = append(s.keys, oldKeys[sl[2]:sl[2]+sl[3]>>8]...)
-				sl[2] = uint64(off)
+				s.moveLong(sl, oldKeys)
 			}
 			i := s.home(k.slot(sl)) * capLineSlots
 			for s.at(i)[3] != 0 {
@@ -280,7 +296,8 @@ func (s *capShard) resize(k *capHash, n int) {
 // that every key stays reachable from its home slot.
 func (s *capShard) remove(k *capHash, i int) {
 	if sl := s.at(i); byte(sl[3]) == capLong {
-		s.garbage += int(sl[3] >> 8)
+		record, _ := capLongRecord(s.keys, sl)
+		s.garbage += len(record)
 	}
 	s.live--
 	n := s.size()
@@ -310,6 +327,14 @@ func (s *capShard) remove(k *capHash, i int) {
 	*s.at(i) = capSlot{}
 }
 
+// moveLong appends to keys the record of the long key of slot sl, held in
+// old, and points sl at it.
+func (s *capShard) moveLong(sl *capSlot, old []byte) {
+	record, _ := capLongRecord(old, sl)
+	sl[3] = uint64(len(s.keys))<<8 | capLong
+	s.keys = append(s.keys, record...)
+}
+
 // compactKeys drops the bytes of forgotten long keys once they are most of
 // keys.
 func (s *capShard) compactKeys() {
@@ -320,9 +345,7 @@ func (s *capShard) compactKeys() {
 	s.keys = make([]byte, 0, len(old)-s.garbage)
 	for j := range s.size() {
 		if sl := s.at(j); byte(sl[3]) == capLong {
-			off := len(s.keys)
-			s.keys = append(s.keys, old[sl[2]:sl[2]+sl[3]>>8]...)
-			sl[2] = uint64(off)
+			s.moveLong(sl, old)
 		}
 	}
 	s.garbage = 0
@@ -345,7 +368,8 @@ func (s *capShard) sweep(k *capHash, now int64) (removed int) {
 		for j := range n {
 			if sl := s.at(j); sl[3] != 0 && int64(sl[0]) <= now {
 				if byte(sl[3]) == capLong {
-					s.garbage += int(sl[3] >> 8)
+					record, _ := capLongRecord(s.keys, sl)
+					s.garbage += len(record)
 				}
 				sl[3] = 0
 			}
