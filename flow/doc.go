@@ -48,8 +48,9 @@
 // Reward budgets count rewards (Lane.Reward) instead of passes. Their
 // controller fits the conversion ratio and the reward delay on the
 // cluster's passes and rewards (R(t) ≈ c·P(t−d), on increments weighed as
-// Poisson counts), counts the rewards still to come from passes within
-// the delay, and leads the ideal curve by the delay. An optional prior
+// Poisson counts; or, when it fits better, delays drawn from an
+// exponential distribution of mean d), counts the rewards still to come
+// from the passes in flight, and leads the ideal curve by the delay. An optional prior
 // (Budget.Conversion, Budget.RewardDelay) paces the start and is blended
 // with the fit; a node without one takes up its peers' fits
 // (Report.Conversion, RewardDelay); with neither, passes follow the ideal

@@ -19,6 +19,9 @@ type conversion struct {
 
 	ratio float64 // current estimate of c (0 while unknown)
 	delay int64   // current estimate of d in nanoseconds
+	// expo: the delays fit an exponential distribution of mean delay
+	// better than one fixed delay (see expIncrements).
+	expo bool
 }
 
 const (
@@ -97,15 +100,32 @@ func (c *conversion) fit(maxDelay int64) {
 		maxDelay = span
 	}
 	step := max(maxDelay/delaySteps, 1)
-	k, d, e := c.search(0, maxDelay, step)
-	if fine := max(step/16, 1); fine < step {
-		if k2, d2, e2 := c.search(max(d-step, 0), min(d+step, maxDelay), fine); e2 <= e {
-			k, d = k2, d2
-		}
+	k, d, e := c.searchFine(false, maxDelay, step)
+	// The same grid for an exponential distribution of delays, of mean d
+	// (rewards come at random times, most of them early, some late): a
+	// fixed delay fitted to such rewards settles near their median, short
+	// of their mean, and counts too few in flight.
+	if k2, d2, e2 := c.searchFine(true, maxDelay, step); k2 > 0 && e2 < e {
+		k, d, e = k2, d2, e2
+		c.expo = true
+	} else if k > 0 {
+		c.expo = false
 	}
 	if k > 0 {
 		c.ratio, c.delay = k, d
 	}
+}
+
+// searchFine searches delays over a coarse grid of step up to maxDelay,
+// then a fine one around the best, for one shape (exponential or fixed).
+func (c *conversion) searchFine(expo bool, maxDelay, step int64) (k float64, d int64, e float64) {
+	k, d, e = c.search(expo, 0, maxDelay, step)
+	if fine := max(step/16, 1); fine < step {
+		if k2, d2, e2 := c.search(expo, max(d-step, 0), min(d+step, maxDelay), fine); e2 <= e {
+			k, d, e = k2, d2, e2
+		}
+	}
+	return k, d, e
 }
 
 // search returns the best ratio, delay and error for delays from lo to hi
@@ -121,17 +141,20 @@ func (c *conversion) fit(maxDelay int64) {
 // delay short: its large increments outweigh the rest, and the rewards
 // that such a delay should already have brought, but did not, cost
 // little.
-func (c *conversion) search(lo, hi, step int64) (bestK float64, bestD int64, bestErr float64) {
+func (c *conversion) search(expo bool, lo, hi, step int64) (bestK float64, bestD int64, bestErr float64) {
 	bestErr = math.Inf(1)
+	if expo {
+		lo = max(lo, step) // a mean of 0 is the fixed delay 0
+	}
 	for d := lo; d <= hi; d += step {
-		sx, sy, used := c.sums(d)
+		sx, sy, used := c.sums(expo, d)
 		if !(sx > 0) || sy <= 0 || used < 3 {
 			continue
 		}
 		k := sy / sx
 		floor := k * sx / float64(used) / 2
 		var chi float64
-		c.increments(d, func(dx, dy float64) {
+		c.each(expo, d, func(dx, dy float64) {
 			r := dy - k*dx
 			chi += r * r / max(k*dx, floor)
 		})
@@ -144,13 +167,66 @@ func (c *conversion) search(lo, hi, step int64) (bestK float64, bestD int64, bes
 
 // sums returns the sums of the increments of passes a delay d earlier and
 // of rewards, and how many increments there are.
-func (c *conversion) sums(d int64) (sx, sy float64, used int) {
-	c.increments(d, func(dx, dy float64) {
+func (c *conversion) sums(expo bool, d int64) (sx, sy float64, used int) {
+	c.each(expo, d, func(dx, dy float64) {
 		sx += dx
 		sy += dy
 		used++
 	})
 	return sx, sy, used
+}
+
+// each is expIncrements for an exponential distribution of mean d, else
+// increments.
+func (c *conversion) each(expo bool, d int64, f func(dx, dy float64)) {
+	if expo {
+		c.expIncrements(d, f)
+	} else {
+		c.increments(d, f)
+	}
+}
+
+// expIncrements calls f, for each interval between samples, with the
+// passes expected to convert in it when delays are exponential with mean
+// mu, and the rewards that came in it. Passes are taken as spread evenly
+// over their interval. Before the first sample, the passes are none if
+// the history starts with the budget, else taken at the first interval's
+// rate for long enough to be in a steady state. It returns the passes
+// still pending at the last sample; f may be nil.
+func (c *conversion) expIncrements(mu int64, f func(dx, dy float64)) (pending float64) {
+	if !c.fromStart && len(c.t) > 1 {
+		pending = (c.p[1] - c.p[0]) / float64(c.t[1]-c.t[0]) * float64(mu)
+	}
+	var lastDt, a, stay float64
+	for i := 1; i < len(c.t); i++ {
+		if dt := float64(c.t[i] - c.t[i-1]); dt != lastDt {
+			// a: the share of passes pending at the start of the interval
+			// still pending at its end; stay: that of passes made during it.
+			lastDt, a = dt, math.Exp(-dt/float64(mu))
+			stay = float64(mu) * (1 - a) / dt
+		}
+		dp := c.p[i] - c.p[i-1]
+		if f != nil {
+			f(pending*(1-a)+dp*(1-stay), c.r[i]-c.r[i-1])
+		}
+		pending = pending*a + dp*stay
+	}
+	return pending
+}
+
+// inflight returns how many of the passed passes made by t are still to
+// convert, under the fitted shape of delays with delay (or mean) d.
+func (c *conversion) inflight(t int64, passed float64, d int64) float64 {
+	n := len(c.t)
+	if d <= 0 || n == 0 {
+		return 0
+	}
+	if !c.expo {
+		return max(passed-c.passedAt(t-d), 0)
+	}
+	pending := c.expIncrements(d, nil)
+	age := float64(max(t-c.t[n-1], 0))
+	return max(pending*math.Exp(-age/float64(d))+passed-c.p[n-1], 0)
 }
 
 // increments calls f with each increment of the passes a delay d earlier

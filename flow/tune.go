@@ -54,10 +54,7 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 		return g
 	}
 	// Rewards still to come from passes made within the delay.
-	inflight := e.totalPassed - c.conv.passedAt(t-g.lead)
-	if g.lead == 0 || inflight < 0 {
-		inflight = 0
-	}
+	inflight := c.conv.inflight(t, e.totalPassed, g.lead)
 	g.achieved = e.rewards + g.conv*(inflight+e.reserve)
 	g.spread = math.Sqrt(g.conv * (inflight + e.reserve))
 	return g
