@@ -19,6 +19,9 @@ type conversion struct {
 
 	ratio float64 // current estimate of c (0 while unknown)
 	delay int64   // current estimate of d in nanoseconds
+	// delayHi: the upper end of the delays that fit about as well as
+	// delay (within one standard deviation), delay when it is known well.
+	delayHi int64
 	// expo: the delays fit an exponential distribution of mean delay
 	// better than one fixed delay (see expIncrements).
 	expo bool
@@ -113,7 +116,24 @@ func (c *conversion) fit(maxDelay int64) {
 	}
 	if k > 0 {
 		c.ratio, c.delay = k, d
+		c.delayHi = c.upper(c.expo, d, e, maxDelay, step)
 	}
+}
+
+// upper returns the longest delay from d up, in steps, whose fit is within
+// one standard deviation of the best one, e (Pearson's chi-square per
+// increment at d): the total chi-square rises by at most 1 from its least,
+// scaled by the overdispersion the best fit shows (e, when over 1).
+func (c *conversion) upper(expo bool, d int64, e float64, maxDelay, step int64) int64 {
+	hi := d
+	for dd := d + step; dd <= maxDelay; dd += step {
+		_, e2, used := c.chi(expo, dd)
+		if used == 0 || (e2-e)*float64(used) > max(e, 1) {
+			break
+		}
+		hi = dd
+	}
+	return hi
 }
 
 // searchFine searches delays over a coarse grid of step up to maxDelay,
@@ -147,22 +167,29 @@ func (c *conversion) search(expo bool, lo, hi, step int64) (bestK float64, bestD
 		lo = max(lo, step) // a mean of 0 is the fixed delay 0
 	}
 	for d := lo; d <= hi; d += step {
-		sx, sy, used := c.sums(expo, d)
-		if !(sx > 0) || sy <= 0 || used < 3 {
-			continue
-		}
-		k := sy / sx
-		floor := k * sx / float64(used) / 2
-		var chi float64
-		c.each(expo, d, func(dx, dy float64) {
-			r := dy - k*dx
-			chi += r * r / max(k*dx, floor)
-		})
-		if e := chi / float64(used); e < bestErr {
+		if k, e, used := c.chi(expo, d); used > 0 && e < bestErr {
 			bestErr, bestK, bestD = e, k, d
 		}
 	}
 	return bestK, bestD, bestErr
+}
+
+// chi returns, for delay d, the ratio and the error of the fit (Pearson's
+// chi-square per increment), and the increments it used: none when they
+// are too few or show nothing.
+func (c *conversion) chi(expo bool, d int64) (k, e float64, used int) {
+	sx, sy, used := c.sums(expo, d)
+	if !(sx > 0) || sy <= 0 || used < 3 {
+		return 0, 0, 0
+	}
+	k = sy / sx
+	floor := k * sx / float64(used) / 2
+	var chi float64
+	c.each(expo, d, func(dx, dy float64) {
+		r := dy - k*dx
+		chi += r * r / max(k*dx, floor)
+	})
+	return k, chi / float64(used), used
 }
 
 // sums returns the sums of the increments of passes a delay d earlier and

@@ -56,7 +56,16 @@ func (c *Controller) progress(t int64, e *estimate, synced bool) progress {
 	// Rewards still to come from passes made within the delay.
 	inflight := c.conv.inflight(t, e.totalPassed, g.lead)
 	g.achieved = e.rewards + g.conv*(inflight+e.reserve)
-	g.spread = math.Sqrt(g.conv * (inflight + e.reserve))
+	// Their spread: Poisson counts, and the error of the delay fitted,
+	// which scales them (a delay the data tell only loosely, as when
+	// passes come at a steady rate, counts too few about one time in
+	// six by the gap up to its upper end).
+	model := 0.0
+	if m := c.conv; m.ratio > 0 && m.delayHi > m.delay && m.delay > 0 {
+		hi := int64(float64(g.lead) * float64(m.delayHi) / float64(m.delay))
+		model = g.conv * (m.inflight(t, e.totalPassed, hi) - inflight)
+	}
+	g.spread = math.Sqrt(g.conv*(inflight+e.reserve) + model*model)
 	return g
 }
 
