@@ -52,7 +52,8 @@ func capBenchSetup(b *testing.B) {
 // emission interval later and is admitted (its state is written), the
 // instants given in Unix nanoseconds (ThrottleNanos), so that the loop costs
 // what the map's loops cost beside the call; in "limited" the clock stands
-// still and every call is refused (read only).
+// still and every call is refused (read only). "allowed-time" is "allowed"
+// through ThrottleBytes and time.Time.
 func BenchmarkGCRA(b *testing.B) {
 	capBenchSetup(b)
 	c, keys := capBench.cap, capBench.keys
@@ -118,9 +119,9 @@ func BenchmarkGCRA(b *testing.B) {
 		// the cap reads is in cache. The clock stands still (read only).
 		order := rand.New(rand.NewPCG(7, 8)).Perm(len(keys))
 		b.ReportAllocs()
-		i, now := 0, capBench.now
+		i, now := 0, capBench.now.UnixNano()
 		for b.Loop() {
-			c.ThrottleBytes(keys[order[i]], now, 1)
+			c.ThrottleNanos(keys[order[i]], now, 1)
 			if i++; i == len(keys) {
 				i = 0
 			}
@@ -128,9 +129,9 @@ func BenchmarkGCRA(b *testing.B) {
 	})
 	b.Run("limited", func(b *testing.B) {
 		b.ReportAllocs()
-		i, now, allowed := 0, capBench.now, 0
+		i, now, allowed := 0, capBench.now.UnixNano(), 0
 		for b.Loop() {
-			if !c.ThrottleBytes(keys[i], now, 1).Limited {
+			if !c.ThrottleNanos(keys[i], now, 1).Limited {
 				allowed++
 			}
 			if i++; i == len(keys) {
