@@ -121,8 +121,25 @@ func start(t *testing.T, name string, args ...string) *proc {
 		if t.Failed() {
 			t.Logf("--- %s stderr (tail):\n%s", name, p.err)
 		}
+		keepLog(t, name, p.err)
 	})
 	return p
+}
+
+// keepLog writes the whole stderr of a process to DIR/TEST.NAME.log when
+// THROTTLER_TEST_LOGS=DIR is set, to read a run's story after the fact.
+func keepLog(t *testing.T, name string, l *lines) {
+	dir := os.Getenv("THROTTLER_TEST_LOGS")
+	if dir == "" {
+		return
+	}
+	l.mu.Lock()
+	text := strings.Join(l.all, "\n")
+	l.mu.Unlock()
+	file := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"."+name+".log")
+	if err := os.WriteFile(file, []byte(text+"\n"), 0o644); err != nil {
+		t.Logf("THROTTLER_TEST_LOGS: %v", err)
+	}
 }
 
 // exited reports whether the process has exited.
