@@ -15,11 +15,15 @@ import (
 //     at least that often before), plus a margin for the error of what the
 //     fresh peers are estimated to have passed since theirs (twice the
 //     error their next reports have shown), reaches the target;
-//   - the node's allowance: a node's lanes pass at most twice its part of
-//     the wanted cluster pass rate (plus a sync interval's worth), so that
-//     a burst (a backlog read at once after a rebalance or a broker
-//     restart) is not passed at a working fraction tuned for the traffic
-//     before it;
+//   - the node's allowance: between two tunes, a node's lanes pass at
+//     most a sync interval's worth of its part of the wanted cluster pass
+//     rate, refilled at twice that rate, and never more than its part of
+//     what is left of the target, so that a burst (a backlog read at once
+//     after a rebalance or a broker restart) is not passed at a working
+//     fraction tuned for the traffic before it, nor past the target
+//     before the next tune sees it (the allowance is granted afresh at
+//     every tune: a bucket carried over from tune to tune held back a
+//     scored budget's best events in a flash crowd);
 //   - one node at a time when few passes are left: once fewer passes
 //     remain than there are nodes (the last ones, which nodes deciding at
 //     once on the same picture would each take), and throughout for
@@ -42,11 +46,12 @@ type allowance struct {
 
 // take reserves one pass at t, or reports that the allowance is spent. A
 // spent allowance costs a load, not a write to the line the node's lanes
-// share.
-func (a *allowance) take(t int64) bool {
+// share. Without capped, the limit (what is left of the period tuned
+// for) does not apply: the pass is for a lane already in the next period.
+func (a *allowance) take(t int64, capped bool) bool {
 	for {
 		n := a.used.Load() + 1
-		if n > a.limit || float64(n) > a.burst+a.rate*float64(t-a.from) {
+		if (capped && n > a.limit) || float64(n) > a.burst+a.rate*float64(t-a.from) {
 			return false
 		}
 		if a.used.CompareAndSwap(n-1, n) {
@@ -95,9 +100,18 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	if c.single {
 		rate = max(q, c.b.Target/c.span(e)/g.conv)
 	}
-	prm.allow = &allowance{limit: math.MaxInt64, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
-	if c.single {
-		prm.allow.limit = int64(max(left, 0))
+	prm.allow = &allowance{limit: int64(max(left, 0)), from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
+	if !c.single {
+		// Until the next tune, this node passes at most its part of
+		// what is left (one pass while one is): between two tunes, a
+		// backlog read at once with a working fraction tuned for the
+		// traffic before it is bounded by what is left, not only by the
+		// pace, and the hard stop of the next tune comes in time.
+		lim := math.Floor(left * part)
+		if lim < 1 && left >= 1 {
+			lim = 1
+		}
+		prm.allow.limit = int64(max(lim, 0))
 	}
 }
 

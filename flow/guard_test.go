@@ -79,3 +79,47 @@ func TestOneNodeAtATime(t *testing.T) {
 		}
 	}
 }
+
+// A node that takes over every source just before the end of the window
+// (a broker restart: the others lost their sessions), after a stall in
+// which its traffic measured next to nothing, reads the backlog at thirty
+// times the usual rate with a tune every 100 ms. Its working fraction is 1
+// (the rate measured is tiny), so the allowance alone bounds what passes
+// between two tunes: what is left of the target, not a sync interval of the
+// catch-up rate granted anew at every tune.
+func TestBacklogAtTheEndHoldsTarget(t *testing.T) {
+	for _, resume := range []time.Duration{27 * time.Second, 28500 * time.Millisecond, 29 * time.Second, 29500 * time.Millisecond} {
+		b := Budget{Name: "c", Target: 8000, Begin: t0, End: at(30 * time.Second)}
+		tree := mustTree(t, []Budget{b}, PriorShare(1))
+		var lanes []*Lane
+		for i := range 12 {
+			lanes = append(lanes, mustOpen(t, tree, string(rune('a'+i)), t0).Lane("c"))
+		}
+		step := 100 * time.Millisecond
+		total, k := 0, 0
+		feed := func(now time.Time, perLane int) {
+			for _, l := range lanes {
+				total += offer(l, now, step, perLane, 0)
+			}
+		}
+		for now := time.Duration(0); now < 30*time.Second; now += step {
+			if k++; k%10 == 0 {
+				tree.Sync(at(now), &MemoryExchange{})
+			} else {
+				tree.Tune(at(now))
+			}
+			switch {
+			case now < 20*time.Second:
+				feed(at(now), 8) // ~1000 events/s in all
+			case now < resume:
+				total += offer(lanes[0], at(now), step, k%10/9, 0) // a trickle: 1 event/s
+			default:
+				feed(at(now), 250) // the backlog, read at 30,000 events/s
+			}
+		}
+		t.Logf("resumed at %v: %d passes of 8000", resume, total)
+		if total > 8000 {
+			t.Errorf("resumed at %v: %d passes, over the target of 8000", resume, total)
+		}
+	}
+}

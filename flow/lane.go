@@ -178,7 +178,7 @@ func (l *Lane) want(t int64, score float64) Reason {
 // allow takes the pass this level wants from the node's allowance.
 func (l *Lane) allow(t int64, prm *params) Reason {
 	if a := prm.allow; a != nil {
-		if !a.take(t) {
+		if !a.take(t, l.period.Load() == prm.period) {
 			l.unwant()
 			return ReasonPaced
 		}
