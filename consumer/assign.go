@@ -15,7 +15,14 @@ import (
 // partition processes nothing before its flow source is opened from its
 // committed ledger, and the callback returns at once, so that a slow load
 // (a crashed owner's transaction still open) cannot hold up the group.
+//
+// A partition assigned while this worker still runs it (the group lost
+// track of it: seen after broker restarts, as kgo's assignment differs
+// from what its callbacks told) is stopped and started again: kgo fetches
+// a newly assigned partition from its committed offset, so the partition
+// restarts from its committed ledger, as on any other assignment.
 func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	w.restartOwned(assigned)
 	var sources []string
 	for t, ps := range assigned {
 		for _, p := range ps {
@@ -46,6 +53,18 @@ func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	w.m.assigned.Set(float64(n))
 	w.joined.Store(true)
 	w.log.Info().Int("new", len(started)).Int("owned", n).Msg("partitions assigned")
+}
+
+// restartOwned stops the partitions of assigned that this worker still
+// runs (see onAssigned).
+func (w *Worker) restartOwned(assigned map[string][]int32) {
+	again, _ := w.release(assigned)
+	if len(again) == 0 {
+		return
+	}
+	w.log.Warn().Int("partitions", len(again)).
+		Msg("partitions assigned again while still owned: restarting them from their committed ledgers")
+	w.stopPartitions(again)
 }
 
 // loadLedgers learns the partition counts of the assigned topics (for the
@@ -121,19 +140,7 @@ func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 // revoke stops the partitions of revoked, then, when commit is set,
 // commits the offsets they reached (see commitRevoked).
 func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string][]int32, commit bool) {
-	w.mu.Lock()
-	var gone []*partition
-	for t, ps := range revoked {
-		for _, id := range ps {
-			tp := topicPartition{t, id}
-			if p := w.parts[tp]; p != nil {
-				gone = append(gone, p)
-				delete(w.parts, tp)
-			}
-		}
-	}
-	n := len(w.parts)
-	w.mu.Unlock()
+	gone, n := w.release(revoked)
 	w.stopPartitions(gone)
 	if commit {
 		w.commitRevoked(ctx, cl, gone)
@@ -144,6 +151,23 @@ func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string]
 	if len(gone) > 0 {
 		w.log.Info().Int("revoked", len(gone)).Int("owned", n).Msg("partitions revoked")
 	}
+}
+
+// release takes the partitions of m that this worker runs out of its
+// set, and returns them (still running) with how many are left.
+func (w *Worker) release(m map[string][]int32) (gone []*partition, left int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for t, ps := range m {
+		for _, id := range ps {
+			tp := topicPartition{t, id}
+			if p := w.parts[tp]; p != nil {
+				gone = append(gone, p)
+				delete(w.parts, tp)
+			}
+		}
+	}
+	return gone, len(w.parts)
 }
 
 // updateShare tells the flow tree this worker's share of the cluster's

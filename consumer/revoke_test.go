@@ -98,3 +98,36 @@ func waitAssigned(t *testing.T, ws ...*Worker) {
 		return true
 	})
 }
+
+// A partition the group assigns again while the worker still runs it
+// (seen after broker restarts, when kgo's assignment and its callbacks
+// part ways) is restarted from its committed ledger. Opening its flow
+// source a second time stopped the worker.
+func TestAssignedAgainWhileOwned(t *testing.T) {
+	env := newTestEnv(t)
+	const n = 4000
+	recs, bad := eventRecords(0, n)
+	env.produce(recs[:n/2])
+	rw := env.startWorker(t, "w1")
+	testwait.Eventually(t, "w1 to own every input partition", func() bool { return ownedInputs(rw.w) == inputPartitions })
+	env.waitCommitted("events")
+	rw.w.mu.Lock()
+	cl := rw.w.sess.client()
+	rw.w.mu.Unlock()
+	rw.w.onAssigned(context.Background(), cl, map[string][]int32{"events": {0, 1}})
+	testwait.Eventually(t, "the partitions assigned again to run", func() bool {
+		rw.w.mu.Lock()
+		defer rw.w.mu.Unlock()
+		ready := 0
+		for _, p := range rw.w.parts {
+			if !p.reward && p.ready.Load() {
+				ready++
+			}
+		}
+		return ready == inputPartitions
+	})
+	env.produce(recs[n/2:])
+	env.waitCommitted("events")
+	rw.stop(t)
+	env.verify(t, n, bad, 0, 0)
+}
