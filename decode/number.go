@@ -52,22 +52,24 @@ func parseNumber(b []byte) float64 {
 // the low byte of w (a little-endian load), and whether all eight are
 // digits.
 func digits8(w uint64) (uint64, bool) {
-	const (
-		ones = 0x0101010101010101
-		high = 0xF0F0F0F0F0F0F0F0
-	)
-	// Every byte is 0x30-0x39: high nibble 3, and adding 6 carries
-	// out of no low nibble (no carry crosses bytes: each is below 0x40).
-	if w&high != 0x30*ones || (w+0x06*ones)&high != 0x30*ones {
+	if !isDigits8(w) {
 		return 0, false
 	}
-	w -= 0x30 * ones
+	w -= 0x30 * lanes01
 	// Pairs, quads, then all eight: at each step the more significant
 	// half is in the lower lane.
 	w = (w*10 + w>>8) & 0x00FF00FF00FF00FF
 	w = (w*100 + w>>16) & 0x0000FFFF0000FFFF
 	w = (w*10000 + w>>32) & 0xFFFFFFFF
 	return w, true
+}
+
+// isDigits8 reports whether the eight bytes of w are ASCII decimal digits.
+func isDigits8(w uint64) bool {
+	const high = 0xF0F0F0F0F0F0F0F0
+	// Every byte is 0x30-0x39: high nibble 3, and adding 6 carries
+	// out of no low nibble (no carry crosses bytes: each is below 0x40).
+	return w&high == 0x30*lanes01 && (w+0x06*lanes01)&high == 0x30*lanes01
 }
 
 var negZero = func() float64 { z := 0.0; return -z }()

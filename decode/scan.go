@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"strings"
 	"unicode/utf8"
@@ -111,7 +112,15 @@ func (sp *span) unixMilli(doc string) (int64, bool) {
 		return 0, false
 	}
 	var n int64
-	for _, c := range []byte(doc[sp.start:sp.end]) {
+	text := doc[sp.start:sp.end]
+	if len(text) >= 8 { // the usual 13 digits: eight at once
+		d, ok := digits8(binary.LittleEndian.Uint64(bytesconv.Bytes(text)))
+		if !ok {
+			return 0, false
+		}
+		n, text = int64(d), text[8:]
+	}
+	for _, c := range []byte(text) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
@@ -337,7 +346,16 @@ func (s *scanner) str() (escaped, ok bool) {
 	b := s.b
 	i := s.i + 1
 	for i < len(b) {
-		if plain[b[i]] {
+		// Eight bytes at a time up to the first that does not stand for
+		// itself; the last few bytes of the value one at a time.
+		if len(b)-i >= 8 {
+			if t := special(binary.LittleEndian.Uint64(b[i:])); t == 0 {
+				i += 8
+				continue
+			} else {
+				i += bits.TrailingZeros64(t) >> 3
+			}
+		} else if plain[b[i]] {
 			i++
 			continue
 		}
@@ -382,6 +400,26 @@ func (s *scanner) str() (escaped, ok bool) {
 	return false, false
 }
 
+// Byte lanes of a little-endian word.
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// special returns w (eight bytes of a string, the first in the low byte)
+// with the high bit of its lowest byte that does not stand for itself (not
+// plain) set, or 0 when all eight are plain. Bits above that byte may be
+// set too (a borrow carries over): only the lowest counts.
+func special(w uint64) uint64 {
+	q := w ^ '"'*lanes01
+	bs := w ^ '\\'*lanes01
+	t := (q - lanes01) &^ q // '"' (and the borrows above one)
+	t |= (bs - lanes01) &^ bs
+	t |= w - 0x20*lanes01 // below 0x20
+	t |= w                // 0x80 and above: a multi-byte sequence
+	return t & lanes80
+}
+
 // plain marks the bytes that stand for themselves in a JSON string: not
 // '"', '\\', a control character or the start of a multi-byte sequence.
 var plain = func() (t [256]bool) {
@@ -405,19 +443,14 @@ func (s *scanner) number() bool {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	default:
 		return false
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			return false
 		}
 	}
@@ -436,6 +469,18 @@ func (s *scanner) number() bool {
 	}
 	s.i = i
 	return true
+}
+
+// skipDigits returns the index of the first byte of b from i on that is
+// not a decimal digit (len(b) if none): eight at a time while it can.
+func skipDigits(b []byte, i int) int {
+	for len(b)-i >= 8 && isDigits8(binary.LittleEndian.Uint64(b[i:])) {
+		i += 8
+	}
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func (s *scanner) lit(w string) bool {

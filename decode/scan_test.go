@@ -1,8 +1,11 @@
 package decode
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -171,5 +174,44 @@ func TestParseNumberInts(t *testing.T) {
 		if got := parseNumber([]byte(s)); got != float64(n) {
 			t.Errorf("parseNumber(%s) = %v", s, got)
 		}
+	}
+}
+
+// TestSpecial checks that special finds the first byte of a word that is
+// not plain, for every byte value at every position and for random words.
+func TestSpecial(t *testing.T) {
+	first := func(w [8]byte) int {
+		for k, c := range w {
+			if !plain[c] {
+				return k
+			}
+		}
+		return 8
+	}
+	check := func(w [8]byte) {
+		got := 8
+		if m := special(binary.LittleEndian.Uint64(w[:])); m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if want := first(w); got != want {
+			t.Fatalf("special(%q): first byte %d, want %d", w[:], got, want)
+		}
+	}
+	for k := range 8 {
+		for c := range 256 {
+			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			w[k] = byte(c)
+			check(w)
+			for j := k + 1; j < 8; j++ { // a special byte above: the borrows
+				w[j] = 0
+			}
+			check(w)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+		check(w)
 	}
 }
