@@ -125,6 +125,8 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	// Ahead of the caller's options, which may set another.
+	c.clientOpts = append([]kgo.Opt{kgo.MetadataMinAge(MetadataMinAge)}, c.clientOpts...)
 	dec = dec.WithoutBudgets()
 	w := &Worker{
 		cfg:    c,
