@@ -349,12 +349,12 @@ func (s *scanner) str() (escaped, ok bool) {
 		// Eight bytes at a time up to the first that does not stand for
 		// itself; the last few bytes of the value one at a time.
 		if len(b)-i >= 8 {
-			if t := special(binary.LittleEndian.Uint64(b[i:])); t == 0 {
+			t := special(binary.LittleEndian.Uint64(b[i:]))
+			if t == 0 {
 				i += 8
 				continue
-			} else {
-				i += bits.TrailingZeros64(t) >> 3
 			}
+			i += bits.TrailingZeros64(t) >> 3
 		} else if plain[b[i]] {
 			i++
 			continue

@@ -100,19 +100,19 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	if c.single {
 		rate = max(q, c.b.Target/c.span(e)/g.conv)
 	}
-	prm.allow = &allowance{limit: int64(max(left, 0)), from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
+	// Until the next tune, this node passes at most its part of what is
+	// left (one pass while one is; all of it when it passes alone):
+	// between two tunes, a backlog read at once with a working fraction
+	// tuned for the traffic before it is bounded by what is left, not
+	// only by the pace, and the hard stop of the next tune comes in time.
+	limit := left
 	if !c.single {
-		// Until the next tune, this node passes at most its part of
-		// what is left (one pass while one is): between two tunes, a
-		// backlog read at once with a working fraction tuned for the
-		// traffic before it is bounded by what is left, not only by the
-		// pace, and the hard stop of the next tune comes in time.
-		lim := math.Floor(left * part)
-		if lim < 1 && left >= 1 {
-			lim = 1
+		limit = math.Floor(left * part)
+		if limit < 1 && left >= 1 {
+			limit = 1
 		}
-		prm.allow.limit = int64(max(lim, 0))
 	}
+	prm.allow = &allowance{limit: int64(max(limit, 0)), from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
 }
 
 // sparse reports whether an unscored budget is too small for every node to

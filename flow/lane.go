@@ -136,8 +136,9 @@ func (l *Lane) want(t int64, score float64) Reason {
 		return ReasonEnded
 	}
 	p, cut := prm.p, prm.cut
+	inPeriod := l.period.Load() == prm.period
 	switch {
-	case l.period.Load() != prm.period:
+	case !inPeriod:
 		// The lane entered a period the controller has not tuned for yet.
 		p, cut = prm.nextP, prm.nextCut
 	case prm.exhausted:
@@ -166,19 +167,20 @@ func (l *Lane) want(t int64, score float64) Reason {
 			return ReasonScore
 		}
 		l.cutPass = true
-		return l.allow(t, prm)
+		return l.allow(t, prm, inPeriod)
 	}
 	l.credit += p
 	if l.credit < 1 {
 		return ReasonPaced
 	}
-	return l.allow(t, prm)
+	return l.allow(t, prm, inPeriod)
 }
 
-// allow takes the pass this level wants from the node's allowance.
-func (l *Lane) allow(t int64, prm *params) Reason {
+// allow takes the pass this level wants from the node's allowance;
+// inPeriod: the lane is in the period the allowance was tuned for.
+func (l *Lane) allow(t int64, prm *params, inPeriod bool) Reason {
 	if a := prm.allow; a != nil {
-		if !a.take(t, l.period.Load() == prm.period) {
+		if !a.take(t, inPeriod) {
 			l.unwant()
 			return ReasonPaced
 		}
