@@ -117,6 +117,11 @@ type peer struct {
 	at                         int64
 	offRate, passRate, rewRate float64 // per second, from its last reports
 	rateKnown                  bool
+	// ratio: what it offered over the span of a report's rates to what
+	// this node's own lanes offered over the same span; ownThen: the own
+	// lanes' offered rate over the span of its last rates (see relate)
+	ratio, ownThen float64
+	ratioKnown     bool
 }
 
 func newController(b Budget, cfg *config) *Controller {
@@ -370,7 +375,7 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 		p = &peer{source: r.Source}
 		c.addPeer(p)
 		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
-			p.rates(r, Counters{}, float64(at-s)/1e9)
+			c.rates(p, r, Counters{}, s)
 		}
 	case at <= p.at:
 		return 0, false // not newer than what we have
@@ -394,20 +399,45 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 			c.peerErr += (d - c.peerErr) / 16
 		}
 		if at-p.at >= int64(c.cfg.tune)/2 {
-			p.rates(r, p.rep.Total, float64(at-p.at)/1e9)
+			c.rates(p, r, p.rep.Total, p.at)
 		}
 	}
 	p.rep, p.at = r, at
 	return interval, ok
 }
 
-// rates sets the peer's rates from its report r and the counts it had dt
-// seconds before.
-func (p *peer) rates(r Report, before Counters, dt float64) {
-	p.offRate = float64(r.Total.Offered-before.Offered) / dt
+// rates sets peer p's rates from its report r and the counts it had at
+// from, and relates them to this node's own traffic over the same span.
+func (c *Controller) rates(p *peer, r Report, before Counters, from int64) {
+	at := r.At.UnixNano()
+	dt := float64(at-from) / 1e9
+	off := float64(r.Total.Offered - before.Offered)
+	p.offRate = off / dt
 	p.passRate = float64(r.Total.Passed-before.Passed) / dt
 	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
 	p.rateKnown = true
+	c.relate(p, off, from, at)
+}
+
+// relateMin is how many events the own lanes must have offered over a
+// report's span for the ratio of the peer's traffic to the own to stand.
+const relateMin = 8
+
+// relate records the own lanes' offered rate over [from, at], and the
+// ratio of what peer p offered over that span to what the own lanes did.
+// Where the own lanes offered too little then (a stall that both sat
+// through, or a start), the ratio of an earlier report stands: the span
+// tells nothing of how the two compare.
+func (c *Controller) relate(p *peer, off float64, from, at int64) {
+	p.ownThen = math.Inf(1)
+	if c.hist.n == 0 || from < c.hist.oldest() {
+		return
+	}
+	own := c.hist.at(at).off - c.hist.at(from).off
+	p.ownThen = own / (float64(at-from) / 1e9)
+	if own >= relateMin {
+		p.ratio, p.ratioKnown = off/own, true
+	}
 }
 
 // stale is the age past which a peer's report no longer stands for the

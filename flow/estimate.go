@@ -122,7 +122,7 @@ func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known in
 			continue
 		}
 		if fresh && p.rateKnown && p.rep.Total.Offered > 0 {
-			knownRate += p.offRate
+			knownRate += c.peerRate(p, e.ownRate)
 			known++
 		}
 		if t > from {
@@ -157,7 +157,7 @@ func (c *Controller) addReported(p *peer, e *estimate) (from int64, ok bool) {
 // between from and t.
 func (c *Controller) extrapolate(p *peer, t, from int64, e *estimate) {
 	dt := float64(t-from) / 1e9
-	e.offered += p.offRate * dt
+	e.offered += c.peerOffered(p, from, t)
 	e.rewards += p.rewRate * dt
 	e.totalRewards += p.rewRate * float64(t-p.at) / 1e9
 	passes := c.peerPasses(p, from, t)
@@ -175,8 +175,53 @@ func (c *Controller) peerPasses(p *peer, from, t int64) float64 {
 	passes := p.passRate * float64(t-from) / 1e9
 	if f0 := max(from, c.hist.oldest()); f0 < t && !c.single {
 		if f, ok := c.hist.fraction(f0, t); ok {
-			passes = p.passRate*float64(f0-from)/1e9 + p.offRate*float64(t-f0)/1e9*f
+			passes = p.passRate*float64(f0-from)/1e9 + c.peerOffered(p, f0, t)*f
 		}
 	}
 	return passes
+}
+
+// A peer's traffic since its report is taken at its reported rate, or at
+// its ratio to this node's own traffic (relate) when the own traffic grew
+// well beyond what it was over the span of the peer's report: a surge that
+// comes to every node at once, such as the backlog each reads after a
+// stall that all sat through (a broker restart), shows in the peers'
+// reports only a sync interval later, and until then each node would take
+// itself for the whole cluster's traffic, and pass for it. A node alone in
+// a surge takes its peers for busier than they are for as long: it passes
+// less for that time, and makes it up after. Growth short of surgeMin
+// times, or within three standard deviations of the count (Poisson), is
+// taken for noise, which would otherwise bias the peers' rates upwards
+// (the larger of two noisy estimates).
+const surgeMin = 2
+
+// surged reports whether the own lanes' n events over dt seconds are a
+// surge against the rate ownThen.
+func surged(n, dt, ownThen float64) bool {
+	exp := ownThen * dt
+	return n > surgeMin*exp+3*math.Sqrt(exp)
+}
+
+// peerRate is peer p's offered rate now, ownRate being the own lanes'
+// over the last sync interval.
+func (c *Controller) peerRate(p *peer, ownRate float64) float64 {
+	sync := c.cfg.sync.Seconds()
+	if !p.ratioKnown || !surged(ownRate*sync, sync, p.ownThen) {
+		return p.offRate
+	}
+	return max(p.offRate, p.ratio*ownRate)
+}
+
+// peerOffered estimates what peer p offered between from and t.
+func (c *Controller) peerOffered(p *peer, from, t int64) float64 {
+	n := p.offRate * float64(t-from) / 1e9
+	if !p.ratioKnown || c.hist.n == 0 {
+		return n
+	}
+	f0 := max(from, c.hist.oldest())
+	own := c.hist.at(t).off - c.hist.at(f0).off
+	if f0 >= t || !surged(own, float64(t-f0)/1e9, p.ownThen) {
+		return n
+	}
+	return max(n, p.ratio*own)
 }
