@@ -344,16 +344,17 @@ func (p *partition) deliverRewards(w *world, until int64) {
 }
 
 // run produces the partition's events of the step at t and, when it has
-// an owner, reads them: those of the step, and a backlog at CatchUp times
-// the rate.
+// an owner and does not stall, reads them: those of the step, and a
+// backlog at CatchUp times the rate.
 func (p *partition) run(w *world, t int64) {
 	rate := p.traffic.at(t)
 	dt := float64(w.step) / 1e9
+	stalled := w.stalled(t)
 	for i := range p.streams {
 		s := &p.streams[i]
 		due := rate * s.share * dt
 		s.carry += due
-		if p.owner == nil {
+		if p.owner == nil || stalled {
 			continue
 		}
 		k := int(min(s.carry, math.Ceil(w.sc.Partitions.CatchUp*due)))
@@ -369,4 +370,14 @@ func (p *partition) run(w *world, t int64) {
 			p.pending = append(p.pending, decision{te: te, stream: i, score: score, pass: decide(lane, s.b, te, score), p: p})
 		}
 	}
+}
+
+// stalled reports whether t falls in one of the scenario's stalls.
+func (w *world) stalled(t int64) bool {
+	for _, sp := range w.stalls {
+		if t >= sp[0] && t < sp[1] {
+			return true
+		}
+	}
+	return false
 }

@@ -60,6 +60,12 @@ type Scenario struct {
 	// are assigned again (after Partitions.Rebalance) and read from their
 	// last commits.
 	Restarts []Span `yaml:"restarts"`
+	// Stalls are spans when every partition stands still with its owner
+	// (partition mode): its events wait, to be read at CatchUp times the
+	// rate after, while the nodes tune and the exchange goes on; as when
+	// the consumers have their partitions back after a broker restart but
+	// fetch nothing yet, and then read the backlog all at once.
+	Stalls []Span `yaml:"stalls"`
 }
 
 // Span is a span of virtual time, [From, To).

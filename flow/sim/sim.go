@@ -70,6 +70,7 @@ type world struct {
 	ex          *lossyExchange
 	nodes       []*node
 	parts       []*partition // partition mode
+	stalls      [][2]int64   // partition mode, Unix nanoseconds
 }
 
 // Run simulates a validated scenario.
@@ -87,6 +88,7 @@ func Run(sc *Scenario) (*Result, error) {
 	w.budgets()
 	w.ex = newLossyExchange(int64(sc.SyncDelay), sc.SyncLoss, sc.Seed, spans(append(sc.Outages, sc.Restarts...)))
 	w.commitEvery = w.step
+	w.stalls = spans(sc.Stalls)
 	if sc.Partitions != nil {
 		w.commitEvery = int64(sc.Partitions.CommitInterval)
 		w.step = gcd(w.step, w.commitEvery)

@@ -44,6 +44,12 @@ func (s *Scenario) Validate() error {
 	if len(s.Restarts) > 0 && s.Partitions == nil {
 		return bad("restarts", "broker restarts need partitions")
 	}
+	if err := validateSpans("stalls", s.Stalls); err != nil {
+		return err
+	}
+	if len(s.Stalls) > 0 && s.Partitions == nil {
+		return bad("stalls", "stalls need partitions")
+	}
 	budgets := map[string]int{}
 	for i := range s.Budgets {
 		if err := s.validateBudget(i, budgets); err != nil {
