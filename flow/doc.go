@@ -22,14 +22,18 @@
 //   - estimates the cluster: this node's lanes exactly; each peer source at
 //     its last report, plus what it did since, extrapolated from its
 //     reported rates and this node's own pass fraction over the same span
-//     (peers run the same controller). A peer is fresh until its report is
-//     older than StaleAfter plus the exchange's lateness (how much later
-//     than two sync intervals reports have been arriving, learnt from the
-//     reports themselves); a stale peer is counted at its report plus what
-//     it may have passed in a sync interval since. Sources not heard from
-//     yet, and all of them when the exchange is down, are assumed to carry
-//     what the sources heard from carry, this node holding its share
-//     (Tree.SetShare);
+//     (peers run the same controller); while this node's own traffic is
+//     well above what it was over the span of a peer's last rates (a
+//     backlog that every node reads at once after a common stall), the peer
+//     is taken to offer its last known ratio to the own traffic, so that no
+//     node takes itself for the whole cluster. A peer is fresh until its
+//     report is older than StaleAfter plus the exchange's lateness (how
+//     much later than two sync intervals reports have been arriving, learnt
+//     from the reports themselves); a stale peer is counted at its report
+//     plus what it may have passed in a sync interval since. Sources not
+//     heard from yet, and all of them when the exchange is down, are
+//     assumed to carry what the sources heard from carry, this node holding
+//     its share (Tree.SetShare);
 //   - computes the wanted cluster pass rate: what follows the ideal curve
 //     (the target spread evenly over the window or period, finishing
 //     Reserve before its end) from the amount achieved, making up a lag or
