@@ -119,7 +119,8 @@ type peer struct {
 	rateKnown                  bool
 	// ratio: what it offered over the span of a report's rates to what
 	// this node's own lanes offered over the same span; ownThen: the own
-	// lanes' offered rate over the span of its last rates (see relate)
+	// lanes' offered rate over the span of its last rates, +Inf while
+	// unknown (see relate)
 	ratio, ownThen float64
 	ratioKnown     bool
 }
@@ -291,7 +292,7 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 				break
 			}
 		}
-		c.addPeer(&peer{source: l.source, rep: r, at: t})
+		c.addPeer(&peer{source: l.source, rep: r, at: t, ownThen: math.Inf(1)})
 		if len(c.laneList) == 0 {
 			c.emptySince = t
 		}
@@ -372,7 +373,7 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 	p := c.peers[r.Source]
 	switch {
 	case p == nil:
-		p = &peer{source: r.Source}
+		p = &peer{source: r.Source, ownThen: math.Inf(1)}
 		c.addPeer(p)
 		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
 			c.rates(p, r, Counters{}, s)
@@ -430,13 +431,18 @@ const relateMin = 8
 // tells nothing of how the two compare.
 func (c *Controller) relate(p *peer, off float64, from, at int64) {
 	p.ownThen = math.Inf(1)
-	if c.hist.n == 0 || from < c.hist.oldest() {
+	// The own history reaches the last tune: a report made since is
+	// related over the part of its span the history covers, if that is
+	// half a sync interval at least (a shorter span, such as a first
+	// report's just after a start, tells too little of the own rate).
+	to := min(at, c.hist.newest())
+	if c.hist.n == 0 || from < c.hist.oldest() || to-from < int64(c.cfg.sync)/2 {
 		return
 	}
-	own := c.hist.at(at).off - c.hist.at(from).off
-	p.ownThen = own / (float64(at-from) / 1e9)
+	own := c.hist.at(to).off - c.hist.at(from).off
+	p.ownThen = own / (float64(to-from) / 1e9)
 	if own >= relateMin {
-		p.ratio, p.ratioKnown = off/own, true
+		p.ratio, p.ratioKnown = off/float64(at-from)/(own/float64(to-from)), true
 	}
 }
 

@@ -202,20 +202,37 @@ func surged(n, dt, ownThen float64) bool {
 	return n > surgeMin*exp+3*math.Sqrt(exp)
 }
 
+// ratio is peer p's traffic to the own lanes': as last related, or, for
+// a peer not related yet (a controller made again after its node held no
+// lane for a while, its lanes opened in the stall), that of an own lane of
+// average traffic, as sources not heard from are taken to carry what the
+// ones heard from do. false without a lane.
+func (c *Controller) ratio(p *peer) (float64, bool) {
+	if p.ratioKnown {
+		return p.ratio, true
+	}
+	if n := len(c.laneList); n > 0 {
+		return 1 / float64(n), true
+	}
+	return 0, false
+}
+
 // peerRate is peer p's offered rate now, ownRate being the own lanes'
 // over the last sync interval.
 func (c *Controller) peerRate(p *peer, ownRate float64) float64 {
 	sync := c.cfg.sync.Seconds()
-	if !p.ratioKnown || !surged(ownRate*sync, sync, p.ownThen) {
+	r, ok := c.ratio(p)
+	if !ok || !surged(ownRate*sync, sync, p.ownThen) {
 		return p.offRate
 	}
-	return max(p.offRate, p.ratio*ownRate)
+	return max(p.offRate, r*ownRate)
 }
 
 // peerOffered estimates what peer p offered between from and t.
 func (c *Controller) peerOffered(p *peer, from, t int64) float64 {
 	n := p.offRate * float64(t-from) / 1e9
-	if !p.ratioKnown || c.hist.n == 0 {
+	r, ok := c.ratio(p)
+	if !ok || c.hist.n == 0 {
 		return n
 	}
 	f0 := max(from, c.hist.oldest())
@@ -223,5 +240,5 @@ func (c *Controller) peerOffered(p *peer, from, t int64) float64 {
 	if f0 >= t || !surged(own, float64(t-f0)/1e9, p.ownThen) {
 		return n
 	}
-	return max(n, p.ratio*own)
+	return max(n, r*own)
 }

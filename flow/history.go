@@ -59,6 +59,14 @@ func (h *ownHistory) at(t int64) histPoint {
 	return h.pt[(h.head+histLen-h.n)%histLen]
 }
 
+// newest is the instant of the last entry (0 with none).
+func (h *ownHistory) newest() int64 {
+	if h.n == 0 {
+		return 0
+	}
+	return h.t[(h.head+histLen-1)%histLen]
+}
+
 func (h *ownHistory) oldest() int64 { return h.t[(h.head+histLen-h.n)%histLen] }
 
 // fractionPrior is how many passes the fraction the lanes were meant to

@@ -112,6 +112,14 @@ var stressRows = []stressRow{
 	{file: "restart-backlog.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.03, 0.005)),
 	}},
+	// The same after a restart long enough for the controllers to be
+	// dropped and made again: they have no ratios to their peers yet, and
+	// take each peer for an own lane of average traffic. Ended 12% over
+	// when they took the peers at their reported rates. The stall leaves
+	// 2.5 s to make up 7.5 s of passes: the budget cannot be met.
+	{file: "restart-late.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.10, 0.005)),
+	}},
 	// Reward budgets whose definitions guess the conversion and delay
 	// within a factor of 1.5: judged once three delays have passed. They
 	// stop a standard deviation of the rewards in flight short of the
