@@ -125,6 +125,9 @@ type peer struct {
 	ratioKnown     bool
 }
 
+// newPeer returns a peer source not related to the own traffic yet.
+func newPeer(source string) *peer { return &peer{source: source, ownThen: math.Inf(1)} }
+
 func newController(b Budget, cfg *config) *Controller {
 	c := &Controller{
 		name:  b.Name,
@@ -292,7 +295,9 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 				break
 			}
 		}
-		c.addPeer(&peer{source: l.source, rep: r, at: t, ownThen: math.Inf(1)})
+		p := newPeer(l.source)
+		p.rep, p.at = r, t
+		c.addPeer(p)
 		if len(c.laneList) == 0 {
 			c.emptySince = t
 		}
@@ -373,7 +378,7 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 	p := c.peers[r.Source]
 	switch {
 	case p == nil:
-		p = &peer{source: r.Source, ownThen: math.Inf(1)}
+		p = newPeer(r.Source)
 		c.addPeer(p)
 		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
 			c.rates(p, r, Counters{}, s)
@@ -412,24 +417,23 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 func (c *Controller) rates(p *peer, r Report, before Counters, from int64) {
 	at := r.At.UnixNano()
 	dt := float64(at-from) / 1e9
-	off := float64(r.Total.Offered - before.Offered)
-	p.offRate = off / dt
+	p.offRate = float64(r.Total.Offered-before.Offered) / dt
 	p.passRate = float64(r.Total.Passed-before.Passed) / dt
 	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
 	p.rateKnown = true
-	c.relate(p, off, from, at)
+	c.relate(p, from, at)
 }
 
 // relateMin is how many events the own lanes must have offered over a
 // report's span for the ratio of the peer's traffic to the own to stand.
 const relateMin = 8
 
-// relate records the own lanes' offered rate over [from, at], and the
-// ratio of what peer p offered over that span to what the own lanes did.
+// relate records the own lanes' offered rate over [from, at], the span of
+// peer p's rates, and the ratio of the peer's offered rate to it.
 // Where the own lanes offered too little then (a stall that both sat
 // through, or a start), the ratio of an earlier report stands: the span
 // tells nothing of how the two compare.
-func (c *Controller) relate(p *peer, off float64, from, at int64) {
+func (c *Controller) relate(p *peer, from, at int64) {
 	p.ownThen = math.Inf(1)
 	// The own history reaches the last tune: a report made since is
 	// related over the part of its span the history covers, if that is
@@ -442,7 +446,7 @@ func (c *Controller) relate(p *peer, off float64, from, at int64) {
 	own := c.hist.at(to).off - c.hist.at(from).off
 	p.ownThen = own / (float64(to-from) / 1e9)
 	if own >= relateMin {
-		p.ratio, p.ratioKnown = off/float64(at-from)/(own/float64(to-from)), true
+		p.ratio, p.ratioKnown = p.offRate/p.ownThen, true
 	}
 }
 

@@ -39,14 +39,7 @@ func newLossyExchange(delay int64, loss float64, seed uint64, outages [][2]int64
 }
 
 // down reports whether the exchange is out at t.
-func (x *lossyExchange) down(t int64) bool {
-	for _, o := range x.outages {
-		if t >= o[0] && t < o[1] {
-			return true
-		}
-	}
-	return false
-}
+func (x *lossyExchange) down(t int64) bool { return inSpans(x.outages, t) }
 
 func (x *lossyExchange) Publish(rs []flow.Report) error {
 	out := x.down(x.now)

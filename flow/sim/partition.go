@@ -349,7 +349,7 @@ func (p *partition) deliverRewards(w *world, until int64) {
 func (p *partition) run(w *world, t int64) {
 	rate := p.traffic.at(t)
 	dt := float64(w.step) / 1e9
-	stalled := w.stalled(t)
+	stalled := inSpans(w.stalls, t)
 	for i := range p.streams {
 		s := &p.streams[i]
 		due := rate * s.share * dt
@@ -370,14 +370,4 @@ func (p *partition) run(w *world, t int64) {
 			p.pending = append(p.pending, decision{te: te, stream: i, score: score, pass: decide(lane, s.b, te, score), p: p})
 		}
 	}
-}
-
-// stalled reports whether t falls in one of the scenario's stalls.
-func (w *world) stalled(t int64) bool {
-	for _, sp := range w.stalls {
-		if t >= sp[0] && t < sp[1] {
-			return true
-		}
-	}
-	return false
 }

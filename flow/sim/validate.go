@@ -146,6 +146,17 @@ func validateSpans(f string, spans []Span) error {
 	return nil
 }
 
+// inSpans reports whether t falls in one of spans ([from, to) in Unix
+// nanoseconds).
+func inSpans(spans [][2]int64, t int64) bool {
+	for _, sp := range spans {
+		if t >= sp[0] && t < sp[1] {
+			return true
+		}
+	}
+	return false
+}
+
 // spans turns spans into Unix nanoseconds.
 func spans(ss []Span) [][2]int64 {
 	out := make([][2]int64, len(ss))
