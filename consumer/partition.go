@@ -66,6 +66,7 @@ type partition struct {
 	started    bool      // a record was seen since the partition started
 	hold       holdState // a delay budget stopped the partition (delay.go)
 	variants   variantState
+	out        []*kgo.Record // outputs not handed to the producer goroutine yet (emit)
 	reps       []flow.Report // Source.Changed's, reused
 	legacyDone bool          // the source's kind-1 and kind-3 keys were tombstoned
 	rewardScan *decode.Scan  // the reward decoder's, in the topic's format
@@ -255,6 +256,7 @@ func (p *partition) run() {
 				p.nextOffset = r.Offset + 1
 			}
 		}
+		p.sendOut()
 		p.touched = true
 		p.w.inflight.Done()
 	}
@@ -290,7 +292,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 			c.passed++
 		}
 		p.variants.count(e, p.counts.routed)
-		w.produce(p.recs.Output(e, o, w.scored))
+		p.emit(p.recs.Output(e, o, w.scored))
 	case pipeline.OutcomeReject:
 		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
 			p.countPassedRejected(e)
@@ -299,7 +301,7 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		}
 		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		if e.Topic != "" {
-			w.produce(p.recs.Output(e, o, w.scored))
+			p.emit(p.recs.Output(e, o, w.scored))
 		} else {
 			p.counts.dropped++
 		}
@@ -319,7 +321,7 @@ func (p *partition) deadLetter(e *pipeline.Event) {
 	e.Topic = p.w.cfg.topics.DeadLetter
 	out := pipeline.OutputRecord(e, pipeline.OutcomeDeadLetter, false)
 	pipeline.FitDeadLetter(out, len(e.Record.Headers), p.w.dec.MaxBytes())
-	p.w.produce(out)
+	p.emit(out)
 }
 
 // processReward credits one reward record to its budget's lane.
@@ -366,4 +368,28 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	}
 	l.Reward(now, v)
 	p.counts.budget(e.Fields.Budget).rewards += v
+}
+
+// outChunk is how many outputs a partition hands to the worker's producer
+// goroutine at a time.
+const outChunk = 256
+
+// emit queues an output record for the worker's producer goroutine, which
+// produces the partition's outputs in the order they were emitted.
+func (p *partition) emit(r *kgo.Record) {
+	p.out = append(p.out, r)
+	if len(p.out) >= outChunk {
+		p.sendOut()
+	}
+}
+
+// sendOut hands the queued outputs to the producer goroutine. A commit
+// waits for them to be produced (Worker.inflight) as for the batches.
+func (p *partition) sendOut() {
+	if len(p.out) == 0 {
+		return
+	}
+	p.w.inflight.Add(1)
+	p.w.outQ <- p.out
+	p.out = make([]*kgo.Record, 0, outChunk)
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// outQueue is how many chunks of outputs may wait for the producer
+// goroutine.
+const outQueue = 64
+
 // Run consumes until ctx ends or a fatal error, then finishes the records
 // in flight, commits, leaves the group and returns (nil after a clean
 // shutdown). Run may be called once.
@@ -26,6 +30,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	w.prodCtx, w.prodCancel = context.WithCancel(context.Background())
 	w.status.started = w.cfg.now()
 	defer w.prodCancel()
+	w.outQ = make(chan []*kgo.Record, outQueue)
+	go w.producer()
+	defer close(w.outQ) // after every partition stopped (closeAll)
 
 	defer w.serveHTTP()()
 

@@ -84,7 +84,8 @@ type Worker struct {
 	inputPartitions int
 	setShare        func(float64) // the tree's SetShare; a test hook
 
-	inflight    sync.WaitGroup // batches handed to partitions and not yet processed
+	inflight    sync.WaitGroup     // batches handed to partitions, and chunks of outputs to the producer, not yet done
+	outQ        chan []*kgo.Record // the partitions' outputs, to the producer goroutine
 	prodCtx     context.Context
 	prodCancel  context.CancelFunc
 	onProduced  func(*kgo.Record, error)
@@ -282,6 +283,23 @@ func (w *Worker) Resume(topic string, partitions ...int32) {
 // produce writes r in the current unit of work.
 func (w *Worker) produce(r *kgo.Record) {
 	w.sess.client().Produce(w.prodCtx, r, w.onProduced)
+}
+
+// producer is the goroutine that produces the partitions' outputs, chunk
+// by chunk, until outQ closes. kgo's Produce costs about as much as
+// deciding an event, and blocks while the client buffers
+// kgo.MaxBufferedRecords: done here, it overlaps with the partition
+// goroutines' decoding and deciding instead of adding to it (throttler
+// bench: docs/scale.md). One goroutine keeps each partition's outputs in
+// their order.
+func (w *Worker) producer() {
+	for rs := range w.outQ {
+		cl := w.sess.client()
+		for _, r := range rs {
+			cl.Produce(w.prodCtx, r, w.onProduced)
+		}
+		w.inflight.Done()
+	}
 }
 
 func (w *Worker) produced(r *kgo.Record, err error) {
