@@ -58,6 +58,9 @@ func (w *Worker) commit() error {
 		return err
 	}
 	w.settle(u, committed)
+	if rewind := w.ahead.ended(committed, u.held); rewind != nil {
+		w.sess.client().SetOffsets(rewind)
+	}
 	if !committed {
 		if err := w.rollback(u.touched, u.now); err != nil {
 			return err
@@ -178,7 +181,7 @@ func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
 	}
 	ok := w.produceErrs.Load() == 0
 	t1 := w.cfg.now()
-	committed, err = w.sess.end(ctx, ok, u.held)
+	committed, err = w.sess.end(ctx, ok, w.ahead.commitOffsets(u.held))
 	w.m.commitSeconds.WithLabelValues("end").Observe(w.cfg.now().Sub(t1).Seconds())
 	if !ok {
 		perr := w.produceErr.Load()

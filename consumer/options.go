@@ -285,8 +285,10 @@ func SeriesIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.seriesIdl
 // Default DefaultTuneInterval (100ms).
 func TuneInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.tuneInterval = d }) }
 
-// MaxPollRecords bounds the records taken from the client per poll.
-// Default DefaultMaxPollRecords (10000).
+// MaxPollRecords bounds the records dispatched to the partitions per poll
+// (the loop takes every record the client has buffered at once and
+// dispatches them in polls of at most this many: see pollAhead). Default
+// DefaultMaxPollRecords (10000).
 func MaxPollRecords(n int) Opt { return optFunc(func(c *cfg) { c.maxPollRecords = n }) }
 
 // QueueBatches sets how many polled batches may wait for one partition's

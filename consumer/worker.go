@@ -57,6 +57,7 @@ type Worker struct {
 	dec       *decode.Decoder
 	rewardDec *decode.Decoder
 	pipeline  *pipeline.Pipeline // built for every input partition
+	ahead     pollAhead          // the poll loop's (ahead.go)
 	scored    bool
 
 	budgetMu      sync.Mutex      // serialises UpdateBudgets and ApplyBudgets
