@@ -136,17 +136,8 @@ func (a *pollAhead) commitOffsets(held map[string]map[int32]kgo.EpochOffset) map
 	for tp, eo := range a.next {
 		out = setOffset(out, tp, eo)
 	}
-	for t, m := range a.queuedFirst() {
-		for id, eo := range m {
-			out = setOffset(out, topicPartition{t, id}, eo) // a queued partition's next is its first queued
-		}
-	}
-	for t, m := range held {
-		for id, eo := range m {
-			out = setOffset(out, topicPartition{t, id}, eo)
-		}
-	}
-	return out
+	out = mergeOffsets(out, a.queuedFirst()) // a queued partition's next is its first queued
+	return mergeOffsets(out, held)
 }
 
 // ended settles the queue after the unit of work ended and returns the
@@ -175,6 +166,17 @@ func (a *pollAhead) ended(committed bool, held map[string]map[int32]kgo.EpochOff
 	}
 	a.behind = a.queuedFirst()
 	return nil
+}
+
+// mergeOffsets sets every offset of add in m, making the maps it needs,
+// and returns m.
+func mergeOffsets(m, add map[string]map[int32]kgo.EpochOffset) map[string]map[int32]kgo.EpochOffset {
+	for t, ps := range add {
+		for id, eo := range ps {
+			m = setOffset(m, topicPartition{t, id}, eo)
+		}
+	}
+	return m
 }
 
 // setOffset sets m[tp] to eo, making the maps it needs, and returns m.

@@ -100,13 +100,7 @@ func heldOffsets(ps []*partition) map[string]map[int32]kgo.EpochOffset {
 		if !p.hold.on {
 			continue
 		}
-		if out == nil {
-			out = map[string]map[int32]kgo.EpochOffset{}
-		}
-		if out[p.topic] == nil {
-			out[p.topic] = map[int32]kgo.EpochOffset{}
-		}
-		out[p.topic][p.id] = kgo.EpochOffset{Epoch: p.hold.epoch, Offset: p.nextOffset}
+		out = setOffset(out, topicPartition{p.topic, p.id}, kgo.EpochOffset{Epoch: p.hold.epoch, Offset: p.nextOffset})
 	}
 	return out
 }
@@ -269,19 +263,7 @@ func overrideTxnOffsets(req *kmsg.TxnOffsetCommitRequest, held map[string]map[in
 // commitHeld commits the polled offsets, the held partitions' replaced
 // (or added), like Client.CommitUncommittedOffsets.
 func commitHeld(ctx context.Context, cl *kgo.Client, held map[string]map[int32]kgo.EpochOffset) error {
-	offsets := cl.UncommittedOffsets()
-	if offsets == nil {
-		offsets = map[string]map[int32]kgo.EpochOffset{}
-	}
-	for topic, m := range held {
-		if offsets[topic] == nil {
-			offsets[topic] = map[int32]kgo.EpochOffset{}
-		}
-		for id, eo := range m {
-			offsets[topic][id] = eo
-		}
-	}
-	return commitOffsetsSync(ctx, cl, offsets)
+	return commitOffsetsSync(ctx, cl, mergeOffsets(cl.UncommittedOffsets(), held))
 }
 
 // commitOffsetsSync commits offsets and returns the first error, of the

@@ -17,9 +17,8 @@ func (w *Worker) loop(ctx context.Context) error {
 	for ctx.Err() == nil {
 		// The deadline is an instant of the worker's clock; the poll's
 		// context runs on the real one, so it gets the time left.
-		deadline := w.pollDeadline(nextCommit)
 		if len(w.ahead.queue) == 0 {
-			pctx, cancel := context.WithTimeout(ctx, deadline.Sub(w.cfg.now()))
+			pctx, cancel := context.WithTimeout(ctx, w.pollDeadline(nextCommit).Sub(w.cfg.now()))
 			open := w.fill(pctx)
 			cancel()
 			if !open {

@@ -17,15 +17,12 @@ import (
 // records processed and not committed: the records of its partitions
 // since its last accepted commit.
 func (w *Worker) commitRevoked(ctx context.Context, cl *kgo.Client, ps []*partition) {
-	offsets := map[string]map[int32]kgo.EpochOffset{}
+	var offsets map[string]map[int32]kgo.EpochOffset
 	for _, p := range ps {
 		if p.load != nil || p.nextOffset < 0 {
 			continue // never started: nothing processed
 		}
-		if offsets[p.topic] == nil {
-			offsets[p.topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[p.topic][p.id] = kgo.EpochOffset{Epoch: -1, Offset: p.nextOffset}
+		offsets = setOffset(offsets, topicPartition{p.topic, p.id}, kgo.EpochOffset{Epoch: -1, Offset: p.nextOffset})
 	}
 	if len(offsets) == 0 {
 		return
