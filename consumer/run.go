@@ -39,20 +39,17 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	// Rejected credentials or a TLS mismatch would otherwise show up as
 	// clients retrying EOFs forever.
 	if err := kafkacheck.Check(ctx, w.cfg.clientOpts, connCheckTimeout); kafkacheck.Fatal(err) {
-		return err
+		return stoppedOr(ctx, err)
 	}
 	if w.cfg.ensureTopics {
 		if err := w.ensureTopics(ctx); err != nil {
-			return err
+			return stoppedOr(ctx, err)
 		}
 	}
 	stopAll, err := w.startView(ctx)
 	defer stopAll()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+		return stoppedOr(ctx, err)
 	}
 	// Controllers created when partitions open their lanes read their
 	// peers from the view at once.
@@ -88,6 +85,16 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	w.sess.close()
 	w.closeAll()
 	w.log.Info().Err(err).Msg("worker stopped")
+	return err
+}
+
+// stoppedOr is what Run returns for err, met while starting: nil when ctx
+// ended meanwhile (a stop during the start is a clean stop, whatever the
+// step it interrupted reports), err otherwise.
+func stoppedOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
 	return err
 }
 

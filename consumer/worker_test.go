@@ -147,6 +147,16 @@ func (env *testEnv) startWorker(t *testing.T, name string, opts ...Opt) *running
 // before it runs.
 func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker), opts ...Opt) *runningWorker {
 	t.Helper()
+	w := env.newWorker(t, name, opts...)
+	if hook != nil {
+		hook(w)
+	}
+	return runWorker(t, w)
+}
+
+// newWorker is a worker of the test's group, not yet running.
+func (env *testEnv) newWorker(t *testing.T, name string, opts ...Opt) *Worker {
+	t.Helper()
 	tree, err := flow.NewTree(testBudgetsFlow(time.Now()))
 	if err != nil {
 		t.Fatal(err)
@@ -181,10 +191,7 @@ func (env *testEnv) startWorkerWith(t *testing.T, name string, hook func(*Worker
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hook != nil {
-		hook(w)
-	}
-	return runWorker(t, w)
+	return w
 }
 
 // runWorker runs w until the test ends (or stop).
@@ -416,21 +423,51 @@ func TestRebalanceStopOneWorker(t *testing.T) {
 	w1 := env.startWorker(t, "w1", CommitInterval(50*time.Millisecond))
 	w2 := env.startWorker(t, "w2", CommitInterval(50*time.Millisecond))
 
+	// The input keeps arriving while the group changes: the second third
+	// while w2 joins, the last while it leaves. Unless w2 has decided
+	// events already, the last third waits for w2 to own input partitions,
+	// so that w2 has events to decide however slow its join is (under
+	// -race on a loaded machine w1 may drain the first two thirds alone,
+	// which once failed this test); the last sixth waits for w2 to have
+	// decided events, and arrives while w2 leaves.
+	w2Decided := make(chan struct{})
+	var decided sync.Once
+	markDecided := func() { decided.Do(func() { close(w2Decided) }) }
+	feed := func(from, to int) {
+		for i := from; i < to; i += n / 24 {
+			env.produce(recs[i : i+n/24])
+			// Real time: a trickle the rebalance runs through.
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // keep the input flowing while the group changes
+	// On a failure below, the feed ends before the environment is torn down.
+	defer wg.Wait()
+	defer markDecided()
+	go func() {
 		defer wg.Done()
-		for i := n / 3; i < n; i += n / 12 {
-			env.produce(recs[i : i+n/12])
-			// Real time: the input keeps arriving while the
-			// group changes.
-			time.Sleep(50 * time.Millisecond)
+		feed(n/3, 2*n/3)
+		joined := func() bool {
+			select {
+			case <-w2Decided: // w2 decided events and is leaving
+				return true
+			default:
+				return ownsTopic(w2.w, "events")
+			}
 		}
+		if !testwait.Poll(testwait.Patience, testwait.Tick, joined) {
+			t.Errorf("w2 owned no input partition after %v", testwait.Patience)
+		}
+		feed(2*n/3, 5*n/6)
+		<-w2Decided
+		feed(5*n/6, n)
 	}()
 	waitReady(t, w2.w)
 	testwait.Eventually(t, "w2 to decide events", func() bool {
 		return counterSum(t, w2.w, "throttler_offered_total") > 0
 	})
+	markDecided()
 	w2.stop(t) // mid-run: w1 takes over every partition
 	wg.Wait()
 	w3 := env.startWorker(t, "w3", CommitInterval(50*time.Millisecond))
@@ -438,6 +475,42 @@ func TestRebalanceStopOneWorker(t *testing.T) {
 	w1.stop(t)
 	w3.stop(t)
 	env.verify(t, n, bad, 0, 0)
+}
+
+// ownsTopic reports whether w runs a partition of topic.
+func ownsTopic(w *Worker, topic string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for tp := range w.parts {
+		if tp.topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// A stop that comes while the worker starts (checking the connection,
+// creating topics, reading the stats topic) is a clean stop: Run returns
+// nil, whichever step it interrupted. It once returned that step's
+// "context canceled" error.
+func TestRunStoppedWhileStarting(t *testing.T) {
+	env := newTestEnv(t)
+	for _, after := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		w := env.newWorker(t, fmt.Sprintf("start-%v", after))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		time.Sleep(after)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("stopped %v after the start: Run returned %v, want nil", after, err)
+			}
+		case <-time.After(waitLong):
+			t.Fatalf("stopped %v after the start: Run did not return", after)
+		}
+	}
 }
 
 func TestAtLeastOnce(t *testing.T) {
