@@ -46,6 +46,8 @@ func (v *checker) budgets(c *Config) {
 		switch {
 		case b.Name == "":
 			v.add(p+".name", "must not be empty")
+		case len(b.Name) > flow.MaxNameBytes:
+			v.add(p+".name", fmt.Sprintf("is %d bytes long, more than %d", len(b.Name), flow.MaxNameBytes))
 		case strings.IndexFunc(b.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 || strings.TrimSpace(b.Name) != b.Name:
 			v.add(p+".name", fmt.Sprintf("%q has control characters or leading or trailing space", b.Name))
 		default:

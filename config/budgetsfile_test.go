@@ -70,6 +70,7 @@ func TestBudgetsFileProblems(t *testing.T) {
 		{"bad time and duration", "", `{"name":"x","target":1,"begin":"2026-11-22","end":"2026-11-22T12:00:00Z","reserve":"half a minute"}`,
 			[]string{`b.jsonl:1: begin: want an RFC 3339 time such as 2026-11-22T10:00:00Z, got "2026-11-22"`, `b.jsonl:1: reserve: want a duration`}},
 		{"invalid budget", "", good + `{"name":"y","target":0,"period":"1m"}`, []string{"b.jsonl:2: target: must be positive, got 0"}},
+		{"name too long", "", `{"name":"` + strings.Repeat("n", 1025) + `","target":1,"period":"1m"}`, []string{"b.jsonl:1: name: is 1025 bytes long, more than 1024"}},
 		{"no window nor period", "", `{"name":"y","target":3}`, []string{"b.jsonl:1: needs begin and end (a window) or period"}},
 		{"duplicate in the file", "", good + good, []string{`b.jsonl:2: name: "x" is also the name of b.jsonl:1`}},
 		{"duplicate of the YAML's", "", `{"name":"a","target":1,"period":"1m"}`, []string{`b.jsonl:1: name: "a" is also the name of budgets[0]`}},

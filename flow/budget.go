@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// MaxNameBytes is the longest budget name, in bytes. Names travel in
+// every stats and ledger record that counts the budget, and a ledger
+// record holds at most 64 KiB: the bound keeps any one budget's entry a
+// small part of a record.
+const MaxNameBytes = 1024
+
 // Budget describes what one controller paces.
 //
 // A budget is either a window budget (Begin and End set: spend Target

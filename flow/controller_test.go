@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func TestBudgetValidation(t *testing.T) {
 		{"period and end", Budget{Name: "x", Target: 1, Period: time.Second, End: at(time.Second)}, "end"},
 		{"period reserve", Budget{Name: "x", Target: 1, Period: time.Second, Reserve: time.Second}, "reserve"},
 		{"unknown parent", Budget{Name: "x", Target: 1, Period: time.Second, Parent: "nope"}, "parent"},
+		{"name too long", Budget{Name: strings.Repeat("n", MaxNameBytes+1), Target: 1, Period: time.Second}, "name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,6 +69,9 @@ func TestBudgetValidation(t *testing.T) {
 				t.Fatalf("got %v, want a BudgetError on %q", err, c.field)
 			}
 		})
+	}
+	if _, err := NewTree([]Budget{{Name: strings.Repeat("n", MaxNameBytes), Target: 1, Period: time.Second}}); err != nil {
+		t.Fatalf("a name of MaxNameBytes: %v", err)
 	}
 	_, err := NewTree([]Budget{
 		{Name: "a", Target: 1, Period: time.Second, Parent: "b"},

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -72,6 +73,8 @@ func validateBudget(b Budget) error {
 	switch {
 	case b.Name == "":
 		return bad("name", "must not be empty")
+	case len(b.Name) > MaxNameBytes:
+		return bad("name", fmt.Sprintf("is %d bytes long, more than %d", len(b.Name), MaxNameBytes))
 	case !(b.Target > 0) || math.IsInf(b.Target, 0):
 		return bad("target", "must be a positive finite number")
 	case b.Reserve < 0:

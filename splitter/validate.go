@@ -41,6 +41,13 @@ func Validate(layers []Layer) Problems {
 	return v.problems
 }
 
+// MaxNameBytes is the longest layer, experiment or variant name, in bytes.
+// Names travel in the output records' headers and in the ledger's
+// per-variant counters, and a variant limit is a budget named
+// "variant:<layer>/<experiment>/<variant>", which must stay within the
+// 1,024 bytes of a budget's name (flow.MaxNameBytes).
+const MaxNameBytes = 256
+
 type validator struct{ problems Problems }
 
 func (v *validator) add(path, reason string) {
@@ -52,6 +59,10 @@ func (v *validator) add(path, reason string) {
 func (v *validator) name(path, name string, seen map[string]int, i int, plural string) {
 	if strings.TrimSpace(name) == "" {
 		v.add(path, "must not be empty")
+		return
+	}
+	if len(name) > MaxNameBytes {
+		v.add(path, fmt.Sprintf("is %d bytes long, more than %d", len(name), MaxNameBytes))
 		return
 	}
 	if j, dup := seen[name]; dup {

@@ -123,3 +123,21 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Errorf("New: error message %q", msg)
 	}
 }
+
+func TestValidateNameLength(t *testing.T) {
+	long := strings.Repeat("n", MaxNameBytes+1)
+	ok := strings.Repeat("n", MaxNameBytes)
+	layers := []Layer{{Name: long, Experiments: []Experiment{
+		{Name: ok, Allocation: 50, Variants: []Variant{{Name: long, Weight: 1, Topic: "t"}, {Name: ok, Weight: 1, Topic: "t"}}},
+	}}}
+	ps := Validate(layers)
+	want := []string{"layers[0].name", "layers[0].experiments[0].variants[0].name"}
+	if len(ps) != len(want) {
+		t.Fatalf("problems %v, want on %v", ps, want)
+	}
+	for i, w := range want {
+		if ps[i].Path != w || !strings.Contains(ps[i].Reason, "is 257 bytes long, more than 256") {
+			t.Errorf("problem %d = %v, want %s: name too long", i, ps[i], w)
+		}
+	}
+}
