@@ -111,14 +111,15 @@ type routeKey struct {
 
 // counts are one partition's metric counters since the last flush, written
 // only by the partition's goroutine. Budgets are counted by name: a
-// partition holds the counters of the budgets it counted since the last
-// flush, not of every budget.
+// partition holds the counters of the budgets it counted in its last
+// keepIdleFlushes flushes, not of every budget.
 type counts struct {
 	budgets map[string]*budgetCount
-	last    *budgetCount // the budget counted last: events of one budget often come in runs
-	// the run of rejects with one key, not yet in rejected: a map update
-	// per event costs more than the rest of counting
-	rejected    map[rejectKey]uint64
+	last    *budgetCount   // the budget counted last: events of one budget often come in runs
+	dirty   []*budgetCount // the budgets counted since the last flush: what it visits
+	flushes int            // flushes so far
+	// the run of rejects with one key, not yet in its budget's rejects: a
+	// lookup per event costs more than the rest of counting
 	lastReject  rejectKey
 	lastRejects uint64
 	dead        map[decode.Reason]uint64
@@ -126,19 +127,40 @@ type counts struct {
 	dropped     uint64
 }
 
-// budgetCount is one budget's counters in a partition's counts.
+// budgetCount is one budget's counters in a partition's counts, and the
+// metric counters they are flushed to: kept from one flush to the next
+// while the budget is active on the partition (keepIdleFlushes), so that a
+// flush adds to them without looking them up (WithLabelValues hashes the
+// labels under the vector's lock: at a thousand budgets, most of a
+// commit's flushing).
 type budgetCount struct {
 	name            string // owned: not the event's
 	offered, passed uint64
 	rewards         float64
+	rejects         []rejectCount // by reason; this budget refused the events
+	dirty           bool          // in counts.dirty
+	lastFlush       int           // counts.flushes when it last counted something
+
+	gen                         uint64 // the series generation the counters below belong to
+	offeredC, passedC, rewardsC prometheus.Counter
 }
+
+// rejectCount is the count of one reject reason of a budget.
+type rejectCount struct {
+	reason string // owned
+	n      uint64
+	c      prometheus.Counter // nil until flushed in generation budgetCount.gen
+}
+
+// keepIdleFlushes is how many flushes a budget's counters are kept after
+// it last counted something on the partition.
+const keepIdleFlushes = 20
 
 func newCounts() counts {
 	return counts{
-		budgets:  map[string]*budgetCount{},
-		rejected: map[rejectKey]uint64{},
-		dead:     map[decode.Reason]uint64{},
-		routed:   map[routeKey]uint64{},
+		budgets: map[string]*budgetCount{},
+		dead:    map[decode.Reason]uint64{},
+		routed:  map[routeKey]uint64{},
 	}
 }
 
@@ -151,6 +173,10 @@ func (c *counts) budget(name string) *budgetCount {
 	if b == nil {
 		b = &budgetCount{name: strings.Clone(name)}
 		c.budgets[b.name] = b
+	}
+	if !b.dirty {
+		b.dirty = true
+		c.dirty = append(c.dirty, b)
 	}
 	c.last = b
 	return b
@@ -170,10 +196,15 @@ func (c *counts) foldRejects() {
 		return
 	}
 	k := c.lastReject
-	if _, ok := c.rejected[k]; !ok { // owned strings: they become label values
-		k = rejectKey{strings.Clone(k.budget), strings.Clone(k.reason)}
+	b := c.budget(k.budget)
+	i := 0
+	for i < len(b.rejects) && b.rejects[i].reason != k.reason {
+		i++
 	}
-	c.rejected[k] += c.lastRejects
+	if i == len(b.rejects) { // owned: it becomes a label value
+		b.rejects = append(b.rejects, rejectCount{reason: strings.Clone(k.reason)})
+	}
+	b.rejects[i].n += c.lastRejects
 	c.lastRejects = 0
 }
 
@@ -181,32 +212,73 @@ func (c *counts) foldRejects() {
 // since the previous flush are forgotten. The partition must be idle.
 func (c *counts) flush(m *metrics) {
 	c.foldRejects()
-	for name, b := range c.budgets {
-		if b.offered == 0 && b.passed == 0 && b.rewards == 0 {
-			delete(c.budgets, name)
-			if c.last == b {
-				c.last = nil
-			}
+	s := &m.series
+	// One lock for the budgets' series: a sweep deletes series under it
+	// (and starts a new generation), so none is deleted between a
+	// budget's stamp and its adds.
+	s.mu.Lock()
+	for _, b := range c.dirty {
+		b.dirty = false
+		if !b.counted() {
 			continue
 		}
-		m.series.seen(name)
+		b.lastFlush = c.flushes
+		name := b.name
+		s.seenLocked(name)
+		if b.gen != s.gen { // the sweep deleted series: look them up again
+			b.gen = s.gen
+			b.offeredC, b.passedC, b.rewardsC = nil, nil, nil
+			for i := range b.rejects {
+				b.rejects[i].c = nil
+			}
+		}
+		// Each counter is made when it first counts, as before the cache:
+		// a budget that only refuses (a parent) has no offered series.
 		if b.offered > 0 {
-			m.offered.WithLabelValues(name).Add(float64(b.offered))
+			if b.offeredC == nil {
+				b.offeredC = m.offered.WithLabelValues(name)
+			}
+			b.offeredC.Add(float64(b.offered))
 		}
 		if b.passed > 0 {
-			m.passed.WithLabelValues(name).Add(float64(b.passed))
+			if b.passedC == nil {
+				b.passedC = m.passed.WithLabelValues(name)
+			}
+			b.passedC.Add(float64(b.passed))
 		}
 		if b.rewards > 0 {
-			m.rewards.WithLabelValues(name).Add(b.rewards)
+			if b.rewardsC == nil {
+				b.rewardsC = m.rewards.WithLabelValues(name)
+			}
+			b.rewardsC.Add(b.rewards)
 		}
 		b.offered, b.passed, b.rewards = 0, 0, 0
+		for i := range b.rejects {
+			r := &b.rejects[i]
+			if r.n == 0 {
+				continue
+			}
+			if r.c == nil {
+				r.c = m.rejected.WithLabelValues(name, r.reason)
+			}
+			r.c.Add(float64(r.n))
+			r.n = 0
+		}
 	}
-	for k, n := range c.rejected {
-		m.series.seen(k.budget)
-		m.rejected.WithLabelValues(k.budget, k.reason).Add(float64(n))
-	}
-	clear(c.rejected)
+	s.mu.Unlock()
+	clear(c.dirty)
+	c.dirty = c.dirty[:0]
+	c.last = nil // the next count marks its budget dirty
 	c.lastReject = rejectKey{}
+	// Forget the budgets idle for keepIdleFlushes, every keepIdleFlushes
+	// flushes: a walk of the kept budgets, once for as many flushes.
+	if c.flushes++; c.flushes%keepIdleFlushes == 0 {
+		for name, b := range c.budgets {
+			if c.flushes-b.lastFlush > keepIdleFlushes {
+				delete(c.budgets, name)
+			}
+		}
+	}
 	for k, n := range c.dead {
 		m.deadLettered.WithLabelValues(string(k)).Add(float64(n))
 		m.deadLetters.Add(n)
@@ -222,6 +294,19 @@ func (c *counts) flush(m *metrics) {
 	}
 }
 
+// counted reports whether b counted something since the last flush.
+func (b *budgetCount) counted() bool {
+	if b.offered > 0 || b.passed > 0 || b.rewards > 0 {
+		return true
+	}
+	for _, r := range b.rejects {
+		if r.n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // budgetSeries tracks the budgets that have metric series on this worker,
 // so that those of budgets no longer active here are deleted (sweep):
 // /metrics then holds the budgets active on the worker, not every budget
@@ -230,18 +315,24 @@ type budgetSeries struct {
 	mu   sync.Mutex
 	now  time.Time            // the instant seen stamps: the last sweep's
 	last map[string]time.Time // by budget: last seen active
+	gen  uint64               // bumped by a sweep that deletes series: the counters budgetCounts keep are stale
 }
 
 // seen notes that budget is active (counted, or has a controller here).
 func (s *budgetSeries) seen(budget string) {
 	s.mu.Lock()
+	s.seenLocked(budget)
+	s.mu.Unlock()
+}
+
+// seenLocked is seen with s.mu held.
+func (s *budgetSeries) seenLocked(budget string) {
 	if t, ok := s.last[budget]; !ok || t.Before(s.now) {
 		if !ok {
 			budget = strings.Clone(budget)
 		}
 		s.last[budget] = s.now
 	}
-	s.mu.Unlock()
 }
 
 // sweep deletes the series of the budgets not seen active for idle, and
@@ -264,6 +355,9 @@ func (m *metrics) sweep(now time.Time, idle time.Duration) (deleted int) {
 			g.DeleteLabelValues(b)
 		}
 		deleted++
+	}
+	if deleted > 0 {
+		s.gen++
 	}
 	return deleted
 }
