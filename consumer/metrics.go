@@ -208,8 +208,8 @@ func (c *counts) foldRejects() {
 	c.lastRejects = 0
 }
 
-// flush adds c to the metrics and zeroes c; budgets that counted nothing
-// since the previous flush are forgotten. The partition must be idle.
+// flush adds c to the metrics and zeroes c; budgets idle for
+// keepIdleFlushes flushes are forgotten. The partition must be idle.
 func (c *counts) flush(m *metrics) {
 	c.foldRejects()
 	s := &m.series
@@ -232,26 +232,9 @@ func (c *counts) flush(m *metrics) {
 				b.rejects[i].c = nil
 			}
 		}
-		// Each counter is made when it first counts, as before the cache:
-		// a budget that only refuses (a parent) has no offered series.
-		if b.offered > 0 {
-			if b.offeredC == nil {
-				b.offeredC = m.offered.WithLabelValues(name)
-			}
-			b.offeredC.Add(float64(b.offered))
-		}
-		if b.passed > 0 {
-			if b.passedC == nil {
-				b.passedC = m.passed.WithLabelValues(name)
-			}
-			b.passedC.Add(float64(b.passed))
-		}
-		if b.rewards > 0 {
-			if b.rewardsC == nil {
-				b.rewardsC = m.rewards.WithLabelValues(name)
-			}
-			b.rewardsC.Add(b.rewards)
-		}
+		addTo(&b.offeredC, m.offered, name, float64(b.offered))
+		addTo(&b.passedC, m.passed, name, float64(b.passed))
+		addTo(&b.rewardsC, m.rewards, name, b.rewards)
 		b.offered, b.passed, b.rewards = 0, 0, 0
 		for i := range b.rejects {
 			r := &b.rejects[i]
@@ -292,6 +275,19 @@ func (c *counts) flush(m *metrics) {
 		m.dropped.Add(float64(c.dropped))
 		c.dropped = 0
 	}
+}
+
+// addTo adds n, when positive, to *c, budget's counter of vec, made on
+// its first count: a budget that only refuses (a parent) has no offered
+// series.
+func addTo(c *prometheus.Counter, vec *prometheus.CounterVec, budget string, n float64) {
+	if n <= 0 {
+		return
+	}
+	if *c == nil {
+		*c = vec.WithLabelValues(budget)
+	}
+	(*c).Add(n)
 }
 
 // counted reports whether b counted something since the last flush.
