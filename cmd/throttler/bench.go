@@ -42,10 +42,17 @@ produces a record for every input record, which is the fair comparison and
 the default. -drop-rejected drops and counts them instead (the pipeline then
 produces about half of the records: the comparison before this option).
 
+With -decode-reference each round also runs, after the passthrough, the
+passthrough that decodes every record with the pipeline's decoder (each
+poll's records in parallel, one goroutine per processor) before it copies
+it: what decoding alone costs, measured in the same run.
+
 Prints {"records","pipeline_rps","passthrough_rps","ratio","rejected_topic",
-"budgets","budget_skew"} (medians of the rounds; with -json also the
-delivery mode and every round, a pipeline round with "passed" and
-"produced", the fractions of the records passed and produced) on stdout.`,
+"budgets","budget_skew"} (medians of the rounds; with -decode-reference also
+"decode_rps" and "decode_ratio", the decode reference's rate and its
+quotient by the passthrough's; with -json also the delivery mode and every
+round, a pipeline round with "passed" and "produced", the fractions of the
+records passed and produced) on stdout.`,
 	setup: func(fs *flag.FlagSet) action {
 		records := fs.Int("records", bench.DefaultRecords, "number of input `records`")
 		delivery := fs.String("delivery", "exactly-once", "delivery `mode` of both sides: exactly-once or at-least-once")
@@ -56,9 +63,10 @@ delivery mode and every round, a pipeline round with "passed" and
 		format := fs.String("format", "json", "`format` of the events: json, avro or protobuf")
 		drop := fs.Bool("drop-rejected", false, "drop rejected events instead of producing them to a rejected topic")
 		budgets := fs.Int("budgets", 1, "`number` of budgets over the events")
+		decodeRef := fs.Bool("decode-reference", false, "also run, each round, the passthrough that decodes every record with the pipeline's decoder")
 		skew := fs.Float64("budget-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the budgets' ranks with -budgets > 1; 0: uniform")
 		return func(ctx context.Context, e *env) error {
-			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets, Skew: *skew}
+			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets, Skew: *skew, DecodeReference: *decodeRef}
 			if _, err := decode.ParseFormat(*format); err != nil {
 				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			}
@@ -115,7 +123,9 @@ delivery mode and every round, a pipeline round with "passed" and
 					RejectedTopic  bool    `json:"rejected_topic"`
 					Budgets        int     `json:"budgets"`
 					Skew           float64 `json:"budget_skew"`
-				}{res.Records, res.Format, res.PipelineRPS, res.PassthroughRPS, res.Ratio, res.RejectedTopic, res.Budgets, res.Skew})
+					DecodeRPS      float64 `json:"decode_rps,omitempty"`
+					DecodeRatio    float64 `json:"decode_ratio,omitempty"`
+				}{res.Records, res.Format, res.PipelineRPS, res.PassthroughRPS, res.Ratio, res.RejectedTopic, res.Budgets, res.Skew, res.DecodeRPS, res.DecodeRatio})
 			}
 			if err != nil {
 				return err

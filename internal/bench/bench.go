@@ -26,6 +26,14 @@
 // DropRejected), so that the pipeline, like the passthrough, produces a
 // record for every input record: the fair comparison, and the default; no
 // experiments; a sync interval of 100ms.
+//
+// With Config.DecodeReference every round also runs, after the
+// passthrough, the decode reference: the passthrough that decodes every
+// record with the pipeline's decoder (a poll's records in parallel, on
+// GOMAXPROCS goroutines) before it copies it. The pipeline
+// decodes every event too, so the decode reference's rate is about the
+// most any pipeline with this decoder can reach on the machine, and
+// DecodeRatio tells how much of the gap to the passthrough is decoding.
 package bench
 
 import (
@@ -90,6 +98,12 @@ type Config struct {
 	// uniform draw; used with Budgets > 1. Default 0 (a Config built in
 	// code); `throttler bench` passes loadgen.DefaultSkew.
 	Skew float64
+	// DecodeReference adds a third side to every round, after the
+	// passthrough: the passthrough that also decodes every record with the
+	// pipeline's decoder (each poll's records on GOMAXPROCS goroutines,
+	// then copied). It measures what decoding alone costs, in the same
+	// run: Result.DecodeRPS and DecodeRatio.
+	DecodeReference bool
 	// CPUProfile, when set, receives a CPU profile of the last pipeline
 	// round.
 	CPUProfile io.Writer
@@ -105,7 +119,7 @@ type Config struct {
 
 // Round is one measured round.
 type Round struct {
-	Side    string  `json:"side"` // "pipeline" or "passthrough"
+	Side    string  `json:"side"` // "pipeline", "passthrough" or "decode"
 	RPS     float64 `json:"rps"`
 	Seconds float64 `json:"seconds"`
 	// CPUMicros is the CPU time of the whole process (broker included)
@@ -138,6 +152,11 @@ type Result struct {
 	RejectedTopic bool    `json:"rejected_topic"`
 	Budgets       int     `json:"budgets"`
 	Skew          float64 `json:"budget_skew"`
+	// DecodeRPS is the median of the decode reference's rounds, and
+	// DecodeRatio its quotient by PassthroughRPS (Config.DecodeReference;
+	// else 0).
+	DecodeRPS   float64 `json:"decode_rps,omitempty"`
+	DecodeRatio float64 `json:"decode_ratio,omitempty"`
 }
 
 const (
@@ -216,14 +235,14 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 
 	res := Result{Records: c.Records, Delivery: c.Delivery.String(), Format: r.enc.Format(), RejectedTopic: !c.DropRejected, Budgets: c.Budgets, Skew: c.Skew}
-	var pipe, pass []float64
+	var pipe, pass, dec []float64
 	for i := range c.Rounds {
 		var ptProf io.Writer
 		if i == c.Rounds-1 {
 			ptProf = c.PassthroughProfile
 		}
 		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
-		pt, err := r.passthroughRound(rctx, i, ptProf)
+		pt, err := r.passthroughRound(rctx, i, ptProf, false)
 		cancel()
 		if err != nil {
 			return res, fmt.Errorf("passthrough round %d: %w", i+1, err)
@@ -231,6 +250,17 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		res.Rounds = append(res.Rounds, pt)
 		pass = append(pass, pt.RPS)
 		c.Log.Info().Int("round", i+1).Float64("rps", pt.RPS).Msg("passthrough")
+		if c.DecodeReference {
+			rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+			dr, err := r.passthroughRound(rctx, i, nil, true)
+			cancel()
+			if err != nil {
+				return res, fmt.Errorf("decode round %d: %w", i+1, err)
+			}
+			res.Rounds = append(res.Rounds, dr)
+			dec = append(dec, dr.RPS)
+			c.Log.Info().Int("round", i+1).Float64("rps", dr.RPS).Msg("decode")
+		}
 
 		// The budget passes half of the expected rate: the previous
 		// pipeline round's, or at first 0.8 of the passthrough's.
@@ -254,8 +284,10 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	res.PipelineRPS = median(pipe)
 	res.PassthroughRPS = median(pass)
+	res.DecodeRPS = median(dec)
 	if res.PassthroughRPS > 0 {
 		res.Ratio = res.PipelineRPS / res.PassthroughRPS
+		res.DecodeRatio = res.DecodeRPS / res.PassthroughRPS
 	}
 	return res, nil
 }
@@ -390,9 +422,15 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer) (Round, error) {
-	out := "bench-pt-out-" + strconv.Itoa(i)
-	group := "bench-pt-" + strconv.Itoa(i)
+// passthroughRound runs round i of the passthrough, or with decode of the
+// decode reference.
+func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer, decode bool) (Round, error) {
+	side, prefix := "passthrough", "bench-pt-"
+	if decode {
+		side, prefix = "decode", "bench-dec-"
+	}
+	out := prefix + "out-" + strconv.Itoa(i)
+	group := prefix + strconv.Itoa(i)
 	if err := r.createTopics(ctx, out); err != nil {
 		return Round{}, err
 	}
@@ -405,11 +443,19 @@ func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer) (R
 		txnID:    group + "-txn",
 		log:      r.c.Log,
 	}
+	if decode {
+		// The pipeline's decoder; its budgets' targets do not matter.
+		d, err := newDecoder(r.c.budgets(time.Now(), 1), r.decOpts...)
+		if err != nil {
+			return Round{}, err
+		}
+		p.dec = d
+	}
 	stop, err := startProfile(prof)
 	if err != nil {
 		return Round{}, err
 	}
 	rps, secs, cpu, err := r.runSide(ctx, group, p.run)
 	stop()
-	return Round{Side: "passthrough", RPS: rps, Seconds: secs, CPUMicros: cpu}, err
+	return Round{Side: side, RPS: rps, Seconds: secs, CPUMicros: cpu}, err
 }

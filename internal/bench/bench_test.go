@@ -11,12 +11,12 @@ import (
 
 // TestRunTiny runs a tiny bench in both delivery modes and checks that the
 // result is well formed: exactly-once with the rejected topic and 20
-// budgets, at-least-once dropping rejects with one budget. It asserts no
-// speed.
+// budgets, at-least-once dropping rejects with one budget and the decode
+// reference. It asserts no speed.
 func TestRunTiny(t *testing.T) {
 	for _, c := range []Config{
 		{Delivery: consumer.ExactlyOnce, Budgets: 20, Skew: 1.1},
-		{Delivery: consumer.AtLeastOnce, DropRejected: true},
+		{Delivery: consumer.AtLeastOnce, DropRejected: true, DecodeReference: true},
 	} {
 		d := c.Delivery
 		t.Run(d.String(), func(t *testing.T) {
@@ -49,10 +49,27 @@ func TestRunTiny(t *testing.T) {
 			if want := res.PipelineRPS / res.PassthroughRPS; res.Ratio != want {
 				t.Errorf("ratio %v, want %v", res.Ratio, want)
 			}
-			if len(res.Rounds) != 2 || res.Rounds[0].Side != "passthrough" || res.Rounds[1].Side != "pipeline" {
-				t.Fatalf("rounds %+v", res.Rounds)
+			sides := []string{"passthrough", "pipeline"}
+			if c.DecodeReference {
+				sides = []string{"passthrough", "decode", "pipeline"}
 			}
-			if p := res.Rounds[1].Passed; !(p >= 0 && p <= 1) { // 0 when the run ends before the first tune
+			if len(res.Rounds) != len(sides) {
+				t.Fatalf("rounds %+v, want sides %v", res.Rounds, sides)
+			}
+			for i, r := range res.Rounds {
+				if r.Side != sides[i] || !(r.RPS > 0) {
+					t.Fatalf("rounds %+v, want sides %v at positive rates", res.Rounds, sides)
+				}
+			}
+			pl := res.Rounds[len(sides)-1]
+			if c.DecodeReference {
+				if _, ok := got["decode_ratio"]; !ok || res.DecodeRPS != res.Rounds[1].RPS || res.DecodeRatio != res.DecodeRPS/res.PassthroughRPS {
+					t.Errorf("decode reference: JSON %s, result %+v", b, res)
+				}
+			} else if _, ok := got["decode_rps"]; ok {
+				t.Errorf("JSON %s has decode_rps without the decode reference", b)
+			}
+			if p := pl.Passed; !(p >= 0 && p <= 1) { // 0 when the run ends before the first tune
 				t.Errorf("pipeline passed fraction %v, want in [0, 1]", p)
 			}
 			if res.RejectedTopic == c.DropRejected || res.Budgets != max(c.Budgets, 1) || res.Skew != c.Skew {
@@ -61,7 +78,6 @@ func TestRunTiny(t *testing.T) {
 			// Every record is decided once (an aborted transaction's are
 			// decided again): with the rejected topic every decided
 			// record is produced; without it only the passed ones.
-			pl := res.Rounds[1]
 			if !c.DropRejected && pl.Produced < 1 {
 				t.Errorf("produced fraction %v with the rejected topic, want at least 1", pl.Produced)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/decode"
 )
 
 // passthrough is the reference: it copies every input record to output
 // with the worker's client settings, delivery mode and commit cadence, and
-// does nothing else.
+// does nothing else; with dec, it also decodes the records of each poll
+// before it copies them (the decode reference, Config.DecodeReference).
 type passthrough struct {
 	opts          []kgo.Opt
 	group         string
@@ -23,6 +26,7 @@ type passthrough struct {
 	delivery      consumer.Delivery
 	txnID         string
 	log           zerolog.Logger
+	dec           *decode.Decoder // nil: copy only
 }
 
 // unit is the part of a client that differs between the delivery modes,
@@ -87,6 +91,29 @@ func (p passthrough) newUnit() (unit, error) {
 	return txnUnit{s}, nil
 }
 
+// decodeAll decodes recs with p.dec on GOMAXPROCS goroutines, as the
+// worker's partitions decode theirs in parallel, and returns the first
+// error of each.
+func (p passthrough) decodeAll(recs []*kgo.Record) error {
+	n := min(runtime.GOMAXPROCS(0), len(recs))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() {
+			var d decode.Decoded
+			scan := p.dec.NewScan(p.input)
+			for _, r := range recs[k*len(recs)/n : (k+1)*len(recs)/n] {
+				if err := p.dec.DecodeWith(r.Key, r.Value, r.Timestamp, &d, scan, nil); err != nil {
+					errs[k] = fmt.Errorf("decode %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // run copies until ctx ends, then commits what it copied.
 func (p passthrough) run(ctx context.Context) error {
 	u, err := p.newUnit()
@@ -132,6 +159,11 @@ func (p passthrough) run(ctx context.Context) error {
 		cancel()
 		if fs.IsClientClosed() {
 			break
+		}
+		if p.dec != nil {
+			if err := p.decodeAll(fs.Records()); err != nil { // every input record is good
+				return err
+			}
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			cl.Produce(context.Background(), &kgo.Record{

@@ -127,12 +127,7 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(budgets))
-	for i, b := range budgets {
-		names[i] = b.Name
-	}
-	dec, err := decode.NewDecoder(names, append([]decode.DecodeOpt{
-		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
+	dec, err := newDecoder(budgets, decOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +140,16 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 		consumer.WithLogger(c.Log),
 		consumer.SyncInterval(syncInterval),
 	)
+}
+
+// newDecoder returns the pipeline's decoder of budgets' events.
+func newDecoder(budgets []flow.Budget, decOpts ...decode.DecodeOpt) (*decode.Decoder, error) {
+	names := make([]string, len(budgets))
+	for i, b := range budgets {
+		names[i] = b.Name
+	}
+	return decode.NewDecoder(names, append([]decode.DecodeOpt{
+		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
 }
 
 // outcomes returns the worker's passed events and the records it
