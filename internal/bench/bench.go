@@ -235,31 +235,54 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 
 	res := Result{Records: c.Records, Delivery: c.Delivery.String(), Format: r.enc.Format(), RejectedTopic: !c.DropRejected, Budgets: c.Budgets, Skew: c.Skew}
+	// ref decodes in the decode reference's rounds; the budgets' targets
+	// do not matter to it.
+	var ref *decode.Decoder
+	if c.DecodeReference {
+		if ref, err = newDecoder(c.budgets(time.Now(), 1), r.decOpts...); err != nil {
+			return res, err
+		}
+	}
+	// round runs one round of side under roundTimeout and keeps it.
+	round := func(i int, side string, run func(context.Context) (Round, error)) (Round, error) {
+		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
+		defer cancel()
+		rd, err := run(rctx)
+		if err != nil {
+			return rd, fmt.Errorf("%s round %d: %w", side, i+1, err)
+		}
+		res.Rounds = append(res.Rounds, rd)
+		ev := c.Log.Info().Int("round", i+1).Float64("rps", rd.RPS)
+		if side == "pipeline" {
+			ev = ev.Float64("passed", rd.Passed)
+		}
+		ev.Msg(side)
+		return rd, nil
+	}
+	// last returns w in the last round, nil before.
+	last := func(i int, w io.Writer) io.Writer {
+		if i == c.Rounds-1 {
+			return w
+		}
+		return nil
+	}
 	var pipe, pass, dec []float64
 	for i := range c.Rounds {
-		var ptProf io.Writer
-		if i == c.Rounds-1 {
-			ptProf = c.PassthroughProfile
-		}
-		rctx, cancel := context.WithTimeout(ctx, roundTimeout)
-		pt, err := r.passthroughRound(rctx, i, ptProf, false)
-		cancel()
+		pt, err := round(i, "passthrough", func(ctx context.Context) (Round, error) {
+			return r.passthroughRound(ctx, i, last(i, c.PassthroughProfile), nil)
+		})
 		if err != nil {
-			return res, fmt.Errorf("passthrough round %d: %w", i+1, err)
+			return res, err
 		}
-		res.Rounds = append(res.Rounds, pt)
 		pass = append(pass, pt.RPS)
-		c.Log.Info().Int("round", i+1).Float64("rps", pt.RPS).Msg("passthrough")
-		if c.DecodeReference {
-			rctx, cancel := context.WithTimeout(ctx, roundTimeout)
-			dr, err := r.passthroughRound(rctx, i, nil, true)
-			cancel()
+		if ref != nil {
+			dr, err := round(i, "decode", func(ctx context.Context) (Round, error) {
+				return r.passthroughRound(ctx, i, nil, ref)
+			})
 			if err != nil {
-				return res, fmt.Errorf("decode round %d: %w", i+1, err)
+				return res, err
 			}
-			res.Rounds = append(res.Rounds, dr)
 			dec = append(dec, dr.RPS)
-			c.Log.Info().Int("round", i+1).Float64("rps", dr.RPS).Msg("decode")
 		}
 
 		// The budget passes half of the expected rate: the previous
@@ -268,19 +291,13 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		if len(pipe) > 0 {
 			expect = pipe[len(pipe)-1]
 		}
-		var prof io.Writer
-		if i == c.Rounds-1 {
-			prof = c.CPUProfile
-		}
-		rctx, cancel = context.WithTimeout(ctx, roundTimeout)
-		pl, err := r.pipelineRound(rctx, i, expect, prof)
-		cancel()
+		pl, err := round(i, "pipeline", func(ctx context.Context) (Round, error) {
+			return r.pipelineRound(ctx, i, expect, last(i, c.CPUProfile))
+		})
 		if err != nil {
-			return res, fmt.Errorf("pipeline round %d: %w", i+1, err)
+			return res, err
 		}
-		res.Rounds = append(res.Rounds, pl)
 		pipe = append(pipe, pl.RPS)
-		c.Log.Info().Int("round", i+1).Float64("rps", pl.RPS).Float64("passed", pl.Passed).Msg("pipeline")
 	}
 	res.PipelineRPS = median(pipe)
 	res.PassthroughRPS = median(pass)
@@ -422,11 +439,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// passthroughRound runs round i of the passthrough, or with decode of the
+// passthroughRound runs round i of the passthrough, or with dec of the
 // decode reference.
-func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer, decode bool) (Round, error) {
+func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer, dec *decode.Decoder) (Round, error) {
 	side, prefix := "passthrough", "bench-pt-"
-	if decode {
+	if dec != nil {
 		side, prefix = "decode", "bench-dec-"
 	}
 	out := prefix + "out-" + strconv.Itoa(i)
@@ -442,14 +459,7 @@ func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer, de
 		delivery: r.c.Delivery,
 		txnID:    group + "-txn",
 		log:      r.c.Log,
-	}
-	if decode {
-		// The pipeline's decoder; its budgets' targets do not matter.
-		d, err := newDecoder(r.c.budgets(time.Now(), 1), r.decOpts...)
-		if err != nil {
-			return Round{}, err
-		}
-		p.dec = d
+		dec:      dec,
 	}
 	stop, err := startProfile(prof)
 	if err != nil {
