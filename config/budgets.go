@@ -57,11 +57,8 @@ func (v *checker) budgets(c *Config) {
 				byName[b.Name] = i
 			}
 		}
-		switch {
-		case math.IsNaN(b.Target) || math.IsInf(b.Target, 0):
-			v.add(p+".target", fmt.Sprintf("must be a finite number, got %v", b.Target))
-		case b.Target <= 0:
-			v.add(p+".target", fmt.Sprintf("must be positive, got %v", b.Target))
+		if reason := flow.CheckTarget(b.Target); reason != "" {
+			v.add(p+".target", reason)
 		}
 		switch b.Kind {
 		case "", KindPasses:
@@ -174,11 +171,15 @@ func (v *checker) parents(bs []Budget, byName map[string]int) {
 			state[k] = settled
 		}
 	}
+	depth := depths(bs, byName)
 	for i, b := range bs {
 		if b.Parent == "" {
 			continue
 		}
 		p := "budgets[" + strconv.Itoa(i) + "].parent"
+		if depth[i] == flow.MaxDepth+1 { // the first budget past the limit on its chain
+			v.add(p, fmt.Sprintf("nests %d budgets deep (itself included), more than %d", depth[i], flow.MaxDepth))
+		}
 		_, ok := byName[b.Parent]
 		switch {
 		case b.Parent == b.Name:
@@ -189,4 +190,44 @@ func (v *checker) parents(bs []Budget, byName map[string]int) {
 			v.add(p, "parents form a cycle: "+cycles[i])
 		}
 	}
+}
+
+// depths returns each budget's depth (1 without a parent, counting from
+// a missing parent as from none), or -2 for a budget on or under a cycle
+// (reported as such). It costs O(budgets).
+func depths(bs []Budget, byName map[string]int) []int {
+	const walking, cyclic = -1, -2
+	depth := make([]int, len(bs))
+	var walk []int
+	for i := range bs {
+		walk = walk[:0]
+		j := i
+		for depth[j] == 0 {
+			walk = append(walk, j)
+			depth[j] = walking
+			b := bs[j]
+			k, ok := byName[b.Parent]
+			if b.Parent == "" || !ok {
+				break
+			}
+			if b.Parent == b.Name {
+				depth[j] = cyclic
+				break
+			}
+			j = k
+		}
+		base := depth[j]
+		if base == walking && j != walk[len(walk)-1] || base == cyclic {
+			for _, k := range walk {
+				depth[k] = cyclic
+			}
+			continue
+		}
+		base = max(base, 0)
+		for n := len(walk) - 1; n >= 0; n-- {
+			base++
+			depth[walk[n]] = base
+		}
+	}
+	return depth
 }

@@ -166,7 +166,62 @@ func (d *defTable) check(cs []Change) error {
 			return err
 		}
 	}
+	return bt.checkDepth()
+}
+
+// checkDepth checks that no budget nests deeper than MaxDepth after the
+// batch. A changed budget's own depth costs a walk up (at most MaxDepth
+// steps); when a changed budget has children, which it may move down with
+// it, every budget's depth is computed once: O(budgets).
+func (bt *batch) checkDepth() error {
+	deep := false
+	for _, c := range bt.cs {
+		if c.Delete {
+			continue
+		}
+		if n := bt.depthOf(c.Budget.Name, nil); n > MaxDepth {
+			return depthError(c.Budget.Name, n)
+		}
+		deep = deep || bt.kids(c.Budget.Name) > 0
+	}
+	if !deep {
+		return nil
+	}
+	memo := make(map[string]int, bt.d.len()+len(bt.cs))
+	for name := range bt.d.byName {
+		if n := bt.depthOf(name, memo); n > MaxDepth {
+			return depthError(name, n)
+		}
+	}
 	return nil
+}
+
+// depthOf returns the depth of budget name after the batch (1 for a root),
+// or MaxDepth+1 when it is deeper than MaxDepth; memo, if not nil, keeps
+// the depths found. The parents form no cycle (checkOne), and the walk
+// stops past MaxDepth in any case.
+func (bt *batch) depthOf(name string, memo map[string]int) int {
+	var walk []string
+	n := 0
+	for name != "" && n <= MaxDepth {
+		if d, ok := memo[name]; ok {
+			n += d
+			break
+		}
+		b, ok := bt.result(name)
+		if !ok {
+			break
+		}
+		walk = append(walk, name)
+		n++
+		name = b.Parent
+	}
+	if memo != nil {
+		for i, w := range walk {
+			memo[w] = n - i
+		}
+	}
+	return min(n, MaxDepth+1)
 }
 
 // result returns what budget name is after the batch.

@@ -75,8 +75,8 @@ func validateBudget(b Budget) error {
 		return bad("name", "must not be empty")
 	case len(b.Name) > MaxNameBytes:
 		return bad("name", fmt.Sprintf("is %d bytes long, more than %d", len(b.Name), MaxNameBytes))
-	case !(b.Target > 0) || math.IsInf(b.Target, 0):
-		return bad("target", "must be a positive finite number")
+	case CheckTarget(b.Target) != "":
+		return bad("target", CheckTarget(b.Target))
 	case b.Reserve < 0:
 		return bad("reserve", "must not be negative")
 	case b.Period < 0:

@@ -146,6 +146,18 @@ func plan(budgets []Budget) ([]int, error) {
 			return nil, err
 		}
 	}
+	// Parents come before children in order: a budget's depth is its
+	// parent's plus one.
+	depth := make([]int, len(budgets))
+	for _, i := range order {
+		depth[i] = 1
+		if p := budgets[i].Parent; p != "" {
+			depth[i] += depth[byName[p]]
+		}
+		if depth[i] > MaxDepth {
+			return nil, depthError(budgets[i].Name, depth[i])
+		}
+	}
 	return order, nil
 }
 

@@ -161,11 +161,17 @@ func (d *decoder) counters() flow.Counters {
 
 // body reads the report body written by appendBody.
 func (d *decoder) body(r *flow.Report) {
+	at := d.pos
 	r.At = d.time()
 	r.Since = d.time()
 	r.Total = d.counters()
 	r.Period = d.varint()
 	r.InPeriod = d.counters()
+	if d.err == nil {
+		if msg := badBody(r.Total, r.InPeriod, 0, 0); msg != "" {
+			d.fail(at, ErrCorrupt, "%s", msg)
+		}
+	}
 }
 
 // end fails if bytes are left.
@@ -190,4 +196,34 @@ func (d *decoder) frame(field string) (sub decoder, ok bool) {
 	sub = decoder{what: d.what, b: d.b[:d.pos+int(size)], pos: d.pos}
 	d.pos += int(size)
 	return sub, true
+}
+
+// checkBody fails on counters no writer makes: a count above MaxCount,
+// rewards or a conversion that are negative or not finite, a negative
+// reward delay. at is where the body begins. (The cut and the period are
+// not sums: flow ignores a cut that is not finite, and a period that is
+// not the budget's current one.)
+func (d *decoder) checkBody(at int, e *entryBody) {
+	if d.err != nil {
+		return
+	}
+	if msg := badBody(e.total, e.inPeriod, e.conv, e.delay); msg != "" {
+		d.fail(at, ErrCorrupt, "%s", msg)
+	}
+}
+
+// badBody says what is wrong with a report's counters ("" when nothing).
+func badBody(total, in flow.Counters, conv float64, delay int64) string {
+	finite := func(f float64) bool { return f >= 0 && !math.IsInf(f, 0) }
+	switch {
+	case max(total.Offered, total.Passed, in.Offered, in.Passed) > MaxCount:
+		return fmt.Sprintf("count above 2^53 (offered %d, passed %d; %d, %d in the period)", total.Offered, total.Passed, in.Offered, in.Passed)
+	case !finite(total.Rewards) || !finite(in.Rewards):
+		return fmt.Sprintf("rewards %v (%v in the period) not finite and non-negative", total.Rewards, in.Rewards)
+	case !finite(conv):
+		return fmt.Sprintf("conversion %v not finite and non-negative", conv)
+	case delay < 0:
+		return fmt.Sprintf("negative reward delay %d", delay)
+	}
+	return ""
 }

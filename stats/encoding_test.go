@@ -85,8 +85,8 @@ func TestReportRoundTrip(t *testing.T) {
 		{Budget: "a", Source: "s"}, // zero times and counters
 		{Budget: "a/b", Source: "c", At: time.Unix(0, 0), Since: time.Unix(-62135596800, 0), Period: -1},
 		{Budget: "nul\x00and\xffbytes", Source: "ünïcode/0", At: t0.In(time.FixedZone("X", 3600)),
-			Total:  flow.Counters{Offered: math.MaxUint64, Passed: math.MaxUint64, Rewards: math.Inf(-1)},
-			Period: math.MinInt64, InPeriod: flow.Counters{Rewards: math.NaN()}},
+			Total:  flow.Counters{Offered: MaxCount, Passed: MaxCount, Rewards: math.MaxFloat64},
+			Period: math.MinInt64},
 		{Budget: long, Source: long, Period: math.MaxInt64, At: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 	}
 	for i, r := range cases {
@@ -103,6 +103,19 @@ func TestReportRoundTrip(t *testing.T) {
 		}
 		if got.At.Location() != time.UTC {
 			t.Fatalf("case %d: decoded time not in UTC", i)
+		}
+	}
+	// Counters no writer makes are corrupt: they would wrap or turn sums
+	// infinite.
+	for i, r := range []flow.Report{
+		{Budget: "a", Source: "s", Total: flow.Counters{Offered: MaxCount + 1}},
+		{Budget: "a", Source: "s", InPeriod: flow.Counters{Passed: math.MaxUint64}},
+		{Budget: "a", Source: "s", Total: flow.Counters{Rewards: math.Inf(1)}},
+		{Budget: "a", Source: "s", Total: flow.Counters{Rewards: -1}},
+		{Budget: "a", Source: "s", InPeriod: flow.Counters{Rewards: math.NaN()}},
+	} {
+		if _, _, err := DecodeReport(must(EncodeReport(r))); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("bad counters %d: %v, want ErrCorrupt", i, err)
 		}
 	}
 	// The zero time comes back as the zero value itself.

@@ -290,6 +290,20 @@ func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
 }
 
 func decodeBudgetDef(value []byte, d *BudgetDef) error {
+	if err := decodeBudgetFields(value, d); err != nil {
+		return err
+	}
+	// A definition that breaks flow's rules (a target of 1.7e308, a window
+	// that ends before it begins) is no budget any worker runs: readers
+	// skip it rather than compute its course.
+	if err := flow.CheckBudget(d.Budget); err != nil {
+		return &DecodeError{What: "budget definition", Err: ErrCorrupt, Msg: err.Error()}
+	}
+	return nil
+}
+
+// decodeBudgetFields reads a budget definition's fields, unchecked.
+func decodeBudgetFields(value []byte, d *BudgetDef) error {
 	dec := decoder{what: "budget definition", b: value}
 	minor := dec.version(defMajor)
 	bd := &d.Budget

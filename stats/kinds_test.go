@@ -354,12 +354,23 @@ func TestBudgetDefCoversEveryField(t *testing.T) {
 			t.Fatalf("flow.Budget.%s: type %s not handled by this test", v.Type().Field(i).Name, f.Type())
 		}
 	}
+	_, val, err := EncodeBudgetDef(BudgetDef{Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every field set at once is no valid budget: read the fields
+	// without flow's rules.
+	got := BudgetDef{Budget: flow.Budget{Name: b.Name}} // the name is the key's
+	if err := decodeBudgetFields(val, &got); err != nil || !reflect.DeepEqual(got.Budget, b) {
+		t.Fatalf("round trip of %+v: %+v, %v", b, got.Budget, err)
+	}
+	// Readers skip a definition that breaks flow's rules.
+	b = flow.Budget{Name: "huge", Target: 1.7e308, Period: time.Minute}
 	k, val, err := EncodeBudgetDef(BudgetDef{Budget: b})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeRecord(k, val)
-	if err != nil || !reflect.DeepEqual(got.Budget.Budget, b) {
-		t.Fatalf("round trip of %+v: %+v, %v", b, got.Budget.Budget, err)
+	if _, err := DecodeRecord(k, val); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a target of 1.7e308: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -16,6 +17,12 @@ import (
 // ErrLedgerBusy is returned by Ledger.Records while the records it returned
 // last are neither Committed, Aborted nor rolled back.
 var ErrLedgerBusy = errors.New("stats: ledger records outstanding")
+
+// ErrSequenceExhausted is returned by NewLedger for a restored sequence
+// within LedgerSeqReserve of MaxLedgerSeq, which no writer reaches (a
+// record written by something else): continuing it would soon hand out
+// sequences readers reject.
+var ErrSequenceExhausted = errors.New("stats: ledger sequence near its limit")
 
 // Changes are what changed in a source's counters since the ledger was
 // last given them: the current cumulative values, not increments.
@@ -101,7 +108,22 @@ type ledgerTxn struct {
 // max(st.Seq, minSeq): pass the sequence a View saw for the source
 // (View.Seq), so that a new owner always publishes above its predecessor.
 // Records go to partition p of topic for source "topic/p".
+//
+// A state with Problems is refused (the first one is returned): it may
+// hold less than was committed. So is a sequence st.Seq within
+// LedgerSeqReserve of MaxLedgerSeq (ErrSequenceExhausted); a minSeq there
+// is ignored (a View saw a record no writer made; the restore, which
+// honours tombstones, is what counts).
 func NewLedger(topic string, st LedgerState, minSeq uint64, opts ...LedgerOpt) (*Ledger, error) {
+	if len(st.Problems) > 0 {
+		return nil, &st.Problems[0]
+	}
+	if st.Seq > MaxLedgerSeq-LedgerSeqReserve {
+		return nil, fmt.Errorf("%w: %s at sequence %d", ErrSequenceExhausted, st.Source, st.Seq)
+	}
+	if minSeq > MaxLedgerSeq-LedgerSeqReserve {
+		minSeq = 0
+	}
 	c := defaultLedgerCfg()
 	for _, o := range opts {
 		o.applyLedger(&c)
@@ -208,6 +230,9 @@ func (l *Ledger) Records(c Changes, offset int64, now time.Time) ([]*kgo.Record,
 	defer l.mu.Unlock()
 	if l.pending != nil {
 		return nil, ErrLedgerBusy
+	}
+	if l.seq >= MaxLedgerSeq {
+		return nil, fmt.Errorf("%w: %s at sequence %d", ErrSequenceExhausted, l.source, l.seq)
 	}
 	set, err := l.merge(c)
 	if err != nil {

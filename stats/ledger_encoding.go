@@ -91,6 +91,26 @@ func (p LedgerPart) String() string {
 	return fmt.Sprintf("part %d", byte(p))
 }
 
+// Limits a reader checks in every ledger record (and kind-1 report): a
+// value outside them is corrupt (ErrCorrupt), whoever wrote it, so that no
+// restored counter wraps, no sum turns infinite and no sequence runs out.
+const (
+	// MaxLedgerSeq is the highest sequence number a reader accepts. A
+	// writer hands out one per commit: at a thousand commits a second it
+	// would take 146 million years to get there.
+	MaxLedgerSeq = 1 << 62
+	// LedgerSeqReserve is how close to MaxLedgerSeq a restored sequence
+	// may be before NewLedger refuses to continue it
+	// (ErrSequenceExhausted): only a record no writer made gets there,
+	// and a writer continuing it would soon hand out sequences readers
+	// reject.
+	LedgerSeqReserve = 1 << 32
+	// MaxCount is the largest count (offered, passed, variant count) a
+	// reader accepts: 2^53, the largest integer a float64 (and a JSON
+	// number) holds exactly; 285 years at a million events a second.
+	MaxCount = 1 << 53
+)
+
 const (
 	ledgerMajor, ledgerMinor = 1, 1
 
@@ -285,6 +305,7 @@ func appendBudgetContent(b []byte, name string, e *entryBody) []byte {
 // later minor (its flags may have bits this build does not know).
 func (d *decoder) budgetContent(minor byte, newer bool) entryBody {
 	var e entryBody
+	start := d.pos
 	at := d.pos
 	flags := d.byte()
 	if d.err == nil && flags&^(bodyRewards|bodyInRewards|bodyCut) != 0 {
@@ -304,6 +325,7 @@ func (d *decoder) budgetContent(minor byte, newer bool) entryBody {
 	e.inPeriod.Rewards = opt(bodyInRewards)
 	e.cut = opt(bodyCut)
 	if minor < 1 || d.rest() == 0 || d.err != nil {
+		d.checkBody(start, &e)
 		return e
 	}
 	at = d.pos
@@ -317,6 +339,7 @@ func (d *decoder) budgetContent(minor byte, newer bool) entryBody {
 	if conv&bodyRewardDelay != 0 {
 		e.delay = d.varint()
 	}
+	d.checkBody(start, &e)
 	return e
 }
 
@@ -358,8 +381,8 @@ func decodeLedgerAs(known byte, part LedgerPart, index uint32, value []byte, ent
 	minor := d.version(ledgerMajor)
 	var h ledgerHeader
 	at := d.pos
-	if h.seq = d.uvarint(); d.err == nil && h.seq == 0 {
-		d.fail(at, ErrCorrupt, "sequence 0")
+	if h.seq = d.uvarint(); d.err == nil && (h.seq == 0 || h.seq > MaxLedgerSeq) {
+		d.fail(at, ErrCorrupt, "sequence %d outside [1, 2^62]", h.seq)
 	}
 	h.at = d.time()
 	at = d.pos

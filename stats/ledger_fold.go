@@ -104,6 +104,18 @@ type ledgerLayout struct {
 	// snapshotDue makes the next write a snapshot: there is none yet, or
 	// what was read does not form a chain this writer can continue.
 	snapshotDue bool
+	// strays are keys a restore saw holding a value beyond a gap (a
+	// chunk or delta number above the count of keys of its part), which
+	// no writer of this design leaves: the next snapshot tombstones each
+	// of them instead of every number below it, so that what it writes
+	// follows the keys that exist, not the numbers they carry.
+	strays []strayKey
+}
+
+// strayKey is one key of strays.
+type strayKey struct {
+	part  LedgerPart
+	index uint32
 }
 
 // layoutKey is the newest record of one key, as a restore saw it.
@@ -114,11 +126,16 @@ type layoutKey struct {
 }
 
 // layoutOf derives the layout from the newest record of every chunk and
-// delta key of a source, and the source's floor.
+// delta key of a source, and the source's floor. It costs O(keys), whatever
+// numbers the keys carry.
 func layoutOf(chunks, deltas map[uint32]layoutKey, floor uint64, snapChunks uint32) ledgerLayout {
 	var l ledgerLayout
 	for i, k := range chunks {
-		if k.live {
+		switch {
+		case !k.live:
+		case i >= uint32(len(chunks)):
+			l.strays = append(l.strays, strayKey{LedgerSnapshot, i})
+		default:
 			l.liveChunks = max(l.liveChunks, i+1)
 		}
 		if k.live && k.seq == floor && i < snapChunks {
@@ -127,7 +144,11 @@ func layoutOf(chunks, deltas map[uint32]layoutKey, floor uint64, snapChunks uint
 		}
 	}
 	for i, k := range deltas {
-		if k.live {
+		switch {
+		case !k.live:
+		case i >= uint32(len(deltas)):
+			l.strays = append(l.strays, strayKey{LedgerDelta, i})
+		default:
 			l.liveDeltas = max(l.liveDeltas, i+1)
 		}
 		if k.live && k.seq > floor {
@@ -135,13 +156,14 @@ func layoutOf(chunks, deltas map[uint32]layoutKey, floor uint64, snapChunks uint
 			l.chain = max(l.chain, i+1)
 		}
 	}
-	// The chain must be D_0 .. D_chain-1 exactly, after a complete snapshot.
-	contiguous := true
-	for i := range l.chain {
+	// The chain must be D_0 .. D_chain-1 exactly, after a complete
+	// snapshot: it cannot be when it is longer than the delta keys.
+	contiguous := l.chain <= uint32(len(deltas))
+	for i := uint32(0); contiguous && i < l.chain; i++ {
 		if k := deltas[i]; !k.live || k.seq <= floor {
 			contiguous = false
 		}
 	}
-	l.snapshotDue = floor == 0 || l.chunks != snapChunks || !contiguous
+	l.snapshotDue = floor == 0 || l.chunks != snapChunks || !contiguous || len(l.strays) > 0
 	return l
 }

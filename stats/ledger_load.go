@@ -1,7 +1,10 @@
 package stats
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +31,9 @@ type LedgerState struct {
 	// Variants are the experiment entries, sorted by layer and
 	// experiment, with Source and At set.
 	Variants []VariantCounts
+	// Problems are the records the restore left out (see LoadLedgers):
+	// the source must not continue from this state.
+	Problems []LedgerProblem
 
 	layout ledgerLayout
 }
@@ -42,6 +48,32 @@ func (s *LedgerState) Report(budget string) (flow.Report, bool) {
 	return s.Reports[i], true
 }
 
+// ErrBeyondEnd is wrapped by the LedgerProblem of a ledger record whose
+// input offset is past the end of its input partition: not written by the
+// partition's owner (or the topic was deleted and made again), so the
+// records before that offset would be skipped as counted.
+var ErrBeyondEnd = errors.New("ledger offset beyond the input partition's end")
+
+// LedgerProblem is a record of a source's ledger that a restore leaves
+// out: the newest record of its key does not decode (ErrCorrupt,
+// ErrUnknownVersion), or names an input offset past the input
+// partition's end (ErrBeyondEnd). It wraps that error.
+type LedgerProblem struct {
+	Source string
+	Part   LedgerPart
+	Index  uint32
+	// Partition and Offset place the record in the stats topic.
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+func (p *LedgerProblem) Error() string {
+	return fmt.Sprintf("stats: ledger of %s: %s %d at stats partition %d offset %d: %v", p.Source, p.Part, p.Index, p.Partition, p.Offset, p.Err)
+}
+
+func (p *LedgerProblem) Unwrap() error { return p.Err }
+
 // LoadLedgers restores the committed ledgers of sources: it reads, for
 // each source "topic/partition", partition number partition of the stats
 // topic (and nothing else), from its start to the high watermark it has
@@ -51,57 +83,168 @@ func (s *LedgerState) Report(budget string) (flow.Report, bool) {
 // committed transactions wrote. Records of other sources in those
 // partitions are skipped.
 //
+// Of every key it folds the newest record only, in the order of those
+// records: what compaction leaves of the partition, so that the result
+// does not depend on how far compaction got, and a key overwritten or
+// tombstoned (by `throttler ledger repair`) counts as such at once.
+//
 // The result has an entry for every source; a source without a ledger has
-// Offset -1 and Seq 0. A record of a requested source whose value cannot
-// be decoded (corrupt, or a newer major version) fails the load
-// (*RecordError): a source must not continue from less than what was
-// committed. A key that does not parse (another kind, a part a newer build
-// writes) names no source of this build and is skipped.
+// Offset -1 and Seq 0. A key whose newest record cannot be decoded
+// (corrupt, a newer major version) is left out of the fold and listed in
+// the source's Problems: the caller must not continue such a source,
+// which may restore less than was committed. A key that does not parse
+// (another kind, a part a newer build writes) names no source of this
+// build and is skipped. The error is about reading the topic.
 //
 // Intended use (the consumer, on assignment): states := LoadLedgers(...);
-// for each source, NewLedger(topic, states[src], view.Seq(src)) and open
-// the flow source with the ledger's Report as restore callback.
+// for each source without Problems, NewLedger(topic, states[src],
+// view.Seq(src)) and open the flow source with the ledger's Report as
+// restore callback.
 func LoadLedgers(ctx context.Context, clientOpts []kgo.Opt, topic string, sources ...string) (map[string]LedgerState, error) {
+	return LoadLedgersWithin(ctx, clientOpts, topic, nil, sources...)
+}
+
+// InputEnds returns, by source, the end offset (high watermark) of the
+// input partition each names; a source it leaves out is not checked.
+type InputEnds func(ctx context.Context, sources []string) (map[string]int64, error)
+
+// LoadLedgersWithin is LoadLedgers that also leaves out (as Problems
+// wrapping ErrBeyondEnd) the records that name an input offset past their
+// input partition's end, as ends gives it once the ledgers are read (a
+// ledger's offset is never past the end it had when it was committed, and
+// ends only grow). An error of ends fails the load. ends may be nil.
+func LoadLedgersWithin(ctx context.Context, clientOpts []kgo.Opt, topic string, ends InputEnds, sources ...string) (map[string]LedgerState, error) {
+	reads, err := readLedgers(ctx, clientOpts, topic, sources)
+	if err != nil {
+		return nil, err
+	}
+	var endOf map[string]int64
+	if ends != nil && len(reads) > 0 {
+		names := make([]string, 0, len(reads))
+		for s := range reads {
+			names = append(names, s)
+		}
+		if endOf, err = ends(ctx, names); err != nil {
+			return nil, fmt.Errorf("stats: input partitions' ends: %w", err)
+		}
+	}
+	out := make(map[string]LedgerState, len(reads))
+	for s, r := range reads {
+		end, ok := endOf[s]
+		if !ok {
+			end = -1
+		}
+		out[s] = r.fold(s, end, nil)
+	}
+	return out, nil
+}
+
+// ledgerRead is what a restore read of one source's ledger: the newest
+// record of each of its keys.
+type ledgerRead struct {
+	newest map[string]*kgo.Record
+}
+
+// readLedgers reads the stats partitions of sources to their end and
+// keeps the newest record of every key of their ledgers.
+func readLedgers(ctx context.Context, clientOpts []kgo.Opt, topic string, sources []string) (map[string]*ledgerRead, error) {
 	if topic == "" {
 		return nil, errInvalidConfig("empty stats topic")
 	}
-	folds := make(map[string]*restoreFold, len(sources))
+	reads := make(map[string]*ledgerRead, len(sources))
 	var parts []int32
 	for _, s := range sources {
 		_, p, err := ParseSource(s)
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := folds[s]; !dup {
-			folds[s] = &restoreFold{}
+		if _, dup := reads[s]; !dup {
+			reads[s] = &ledgerRead{newest: map[string]*kgo.Record{}}
 			parts = append(parts, p)
 		}
 	}
-	out := make(map[string]LedgerState, len(folds))
-	if len(folds) > 0 {
-		var ents []rawEntry
-		err := readToEnd(ctx, clientOpts, topic, "load ledgers", parts, func(r *kgo.Record) error {
-			if len(r.Key) == 0 || Kind(r.Key[0]) != KindLedger {
-				return nil
-			}
-			src, part, index, err := parseLedgerKey(r.Key)
-			f := folds[string(src)]
-			if err != nil || f == nil {
-				return nil // another source's, or a key no source of this build owns
-			}
-			if ents, err = f.record(part, index, r.Key, r.Value, ents[:0]); err != nil {
-				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
-			}
+	if len(reads) == 0 {
+		return reads, nil
+	}
+	err := readToEnd(ctx, clientOpts, topic, "load ledgers", parts, func(r *kgo.Record) error {
+		if len(r.Key) == 0 || Kind(r.Key[0]) != KindLedger {
 			return nil
-		})
+		}
+		src, _, _, err := parseLedgerKey(r.Key)
 		if err != nil {
-			return nil, err
+			return nil // a key no source of this build owns
+		}
+		if rd := reads[string(src)]; rd != nil {
+			rd.newest[string(r.Key)] = r
+		}
+		return nil
+	})
+	return reads, err
+}
+
+// LedgerRecordInfo describes the newest record of one key of a source's
+// ledger, as a restore saw it (InspectLedger).
+type LedgerRecordInfo struct {
+	Part  LedgerPart
+	Index uint32
+	// Partition and Offset place the record in the stats topic.
+	Partition int32
+	Offset    int64
+	Deleted   bool // a tombstone
+	Bytes     int  // key and value
+	// Seq, At, InputOffset and Entries are the record's header and its
+	// number of entries, when it decodes.
+	Seq         uint64
+	At          time.Time
+	InputOffset int64
+	Entries     int
+	// Problem is why the restore leaves the record out (nil: it folds it).
+	Problem error
+}
+
+// InspectLedger reads one source's ledger as LoadLedgersWithin does, with
+// end the input partition's end (-1: not checked), and returns what it
+// restores and the newest record of every key of the ledger, in offset
+// order: what `throttler ledger show` prints and `throttler ledger
+// repair` starts from.
+func InspectLedger(ctx context.Context, clientOpts []kgo.Opt, topic, source string, end int64) (LedgerState, []LedgerRecordInfo, error) {
+	reads, err := readLedgers(ctx, clientOpts, topic, []string{source})
+	if err != nil {
+		return LedgerState{}, nil, err
+	}
+	var infos []LedgerRecordInfo
+	st := reads[source].fold(source, end, &infos)
+	return st, infos, nil
+}
+
+// fold folds the newest record of every key, in offset order, leaving
+// out those that do not decode or name an input offset past end (when
+// end >= 0). infos, when not nil, gets every record's description.
+func (rd *ledgerRead) fold(source string, end int64, infos *[]LedgerRecordInfo) LedgerState {
+	recs := make([]*kgo.Record, 0, len(rd.newest))
+	for _, r := range rd.newest {
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(a, b *kgo.Record) int { return cmp.Compare(a.Offset, b.Offset) })
+	f := &restoreFold{}
+	var problems []LedgerProblem
+	var ents []rawEntry
+	for _, r := range recs {
+		_, part, index, _ := parseLedgerKey(r.Key) // parsed when read
+		info := LedgerRecordInfo{Part: part, Index: index, Partition: r.Partition, Offset: r.Offset, Deleted: r.Value == nil, Bytes: len(r.Key) + len(r.Value)}
+		var err error
+		ents, err = f.record(part, index, r.Key, r.Value, end, &info, ents[:0])
+		if err != nil {
+			info.Problem = err
+			problems = append(problems, LedgerProblem{Source: source, Part: part, Index: index, Partition: r.Partition, Offset: r.Offset, Err: err})
+		}
+		if infos != nil {
+			*infos = append(*infos, info)
 		}
 	}
-	for s, f := range folds {
-		out[s] = f.state(s)
-	}
-	return out, nil
+	st := f.state(source)
+	st.Problems = problems
+	return st
 }
 
 // restoreFold folds the ledger records of one source for LoadLedgers.
@@ -120,8 +263,11 @@ type restored[T any] struct {
 }
 
 // record folds one record (a nil value is a tombstone) and returns ents
-// for reuse.
-func (f *restoreFold) record(part LedgerPart, index uint32, key, value []byte, ents []rawEntry) ([]rawEntry, error) {
+// for reuse. A record that does not decode, or whose input offset is past
+// end (when end >= 0), is left out (the error says why); its key is
+// counted as live, so that the next snapshot tombstones it. info, when
+// not nil, gets the record's header.
+func (f *restoreFold) record(part LedgerPart, index uint32, key, value []byte, end int64, info *LedgerRecordInfo, ents []rawEntry) ([]rawEntry, error) {
 	if f.budgets == nil {
 		f.budgets = map[string]restored[entryBody]{}
 		f.exps = map[ExperimentID]restored[[]VariantCount]{}
@@ -137,8 +283,20 @@ func (f *restoreFold) record(part LedgerPart, index uint32, key, value []byte, e
 		}
 		return ents, nil
 	}
+	start := len(ents)
 	h, ents, err := decodeLedgerValue(part, index, value, ents)
+	if err == nil && end >= 0 && h.offset > end {
+		err = fmt.Errorf("%w: offset %d, the partition ends at %d", ErrBeyondEnd, h.offset, end)
+		clear(ents[start:])
+		ents = ents[:start]
+	}
+	if info != nil && err == nil {
+		info.Seq, info.At, info.InputOffset, info.Entries = h.seq, h.at, h.offset, len(ents)-start
+	}
 	if err != nil {
+		if part != LedgerHeartbeat {
+			keys[index] = layoutKey{bytes: len(key) + len(value), live: true}
+		}
 		return ents, err
 	}
 	if part != LedgerHeartbeat {

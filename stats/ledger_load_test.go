@@ -1,7 +1,10 @@
 package stats
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -143,22 +146,96 @@ func TestLoadLedgers(t *testing.T) {
 }
 
 // TestLoadLedgersErrors checks that a corrupt value of a requested source
-// fails the load, as do a partition the topic lacks and a bad source name.
+// is a problem of that source only, and that a partition the topic lacks
+// and a bad source name fail the load.
 func TestLoadLedgersErrors(t *testing.T) {
 	_, conn := newCluster(t)
 	ensure(t, conn, StatsTopic("stats", 4))
 	ctx := testCtx(t)
 	bad, _ := LedgerKey("events/1", LedgerDelta, 0)
 	produceSync(t, newClient(t, conn, kgo.RecordPartitioner(kgo.ManualPartitioner())), &kgo.Record{Topic: "stats", Partition: 1, Key: bad, Value: []byte{1, 0, 0}})
-	var re *RecordError
-	if _, err := LoadLedgers(ctx, conn, "stats", "events/1"); !errors.As(err, &re) || !errors.Is(err, ErrCorrupt) || re.Partition != 1 {
-		t.Fatalf("corrupt value: %v", err)
+	states, err := LoadLedgers(ctx, conn, "stats", "events/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p *LedgerProblem
+	if ps := states["events/1"].Problems; len(ps) != 1 || !errors.As(&ps[0], &p) || !errors.Is(p, ErrCorrupt) || p.Partition != 1 || p.Part != LedgerDelta {
+		t.Fatalf("corrupt value: problems %v", ps)
 	}
 	if _, err := LoadLedgers(ctx, conn, "stats", "events/9"); !errors.Is(err, ErrTopicMismatch) {
 		t.Fatalf("partition 9 of 4: %v", err)
 	}
 	if _, err := LoadLedgers(ctx, conn, "stats", "events"); !errors.Is(err, ErrInvalidReport) {
 		t.Fatalf("source without partition: %v", err)
+	}
+}
+
+// TestLoadLedgersHostile writes the ledgers of two sources that share a
+// stats partition, then records no writer makes under the keys of one of
+// them: a value of another major version, a sequence of 2^64-1, rewards
+// that are not finite, a count past 2^53, an offset past the input
+// partition's end. Each is a problem of that source alone (the other
+// restores whole), and once the bad key is tombstoned it is none.
+func TestLoadLedgersHostile(t *testing.T) {
+	_, conn := newCluster(t)
+	ensure(t, conn, StatsTopic("stats", 4))
+	ctx := testCtx(t)
+	a := newOwner(t, conn, "worker-a")
+	for _, src := range []string{"events/2", "rewards/2"} {
+		a.ds[src] = newDriver(t, 50, newTestLedger(t, src))
+	}
+	for range 5 {
+		a.step(5, true)
+	}
+	raw := newClient(t, conn, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	heartbeat, _ := LedgerKey("events/2", LedgerHeartbeat, 0)
+	delta, _ := LedgerKey("events/2", LedgerDelta, 0)
+	forged := func(r LedgerRecord) []byte {
+		r.Source, r.At = "events/2", t0
+		_, v, err := EncodeLedger(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	maxSeq := binary.AppendUvarint([]byte{1, 1}, math.MaxUint64)
+	maxSeq = append(appendTime(maxSeq, t0), 2) // offset 1
+	ends := func(context.Context, []string) (map[string]int64, error) {
+		return map[string]int64{"events/2": 1000, "rewards/2": 1000}, nil
+	}
+	for _, c := range []struct {
+		name  string
+		key   []byte
+		value []byte
+		want  error
+	}{
+		{"major version 2", heartbeat, []byte{2, 0}, ErrUnknownVersion},
+		{"sequence 2^64-1", heartbeat, maxSeq, ErrCorrupt},
+		{"rewards +Inf", delta, forged(LedgerRecord{Part: LedgerDelta, Seq: 99, Offset: 10,
+			Reports: []flow.Report{{Budget: "campaign/000001", Total: flow.Counters{Offered: 1, Passed: 1, Rewards: math.Inf(1)}}}}), ErrCorrupt},
+		{"count past 2^53", delta, forged(LedgerRecord{Part: LedgerDelta, Seq: 99, Offset: 10,
+			Reports: []flow.Report{{Budget: "campaign/000001", Total: flow.Counters{Offered: math.MaxUint64}}}}), ErrCorrupt},
+		{"offset 2^40", heartbeat, forged(LedgerRecord{Part: LedgerHeartbeat, Seq: 99, Offset: 1 << 40}), ErrBeyondEnd},
+	} {
+		produceSync(t, raw, &kgo.Record{Topic: "stats", Partition: 2, Key: c.key, Value: c.value})
+		states, err := LoadLedgersWithin(ctx, conn, "stats", ends, "events/2", "rewards/2")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ps := states["events/2"].Problems; len(ps) != 1 || !errors.Is(&ps[0], c.want) {
+			t.Fatalf("%s: problems %v, want one wrapping %v", c.name, ps, c.want)
+		}
+		checkCounts(t, states["rewards/2"], a.ds["rewards/2"])
+		a.step(5, true)
+		produceSync(t, raw, &kgo.Record{Topic: "stats", Partition: 2, Key: c.key})
+		a.step(5, true)
+		states, err = LoadLedgersWithin(ctx, conn, "stats", ends, "events/2", "rewards/2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps := states["events/2"].Problems; len(ps) != 0 {
+			t.Fatalf("%s: after the key was tombstoned: problems %v", c.name, ps)
+		}
 	}
 }
 

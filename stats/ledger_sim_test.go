@@ -46,7 +46,7 @@ func foldRecords(t testing.TB, source string, recs []*kgo.Record) LedgerState {
 		if string(src) != source {
 			continue
 		}
-		if ents, err = f.record(part, index, r.Key, r.Value, ents[:0]); err != nil {
+		if ents, err = f.record(part, index, r.Key, r.Value, -1, nil, ents[:0]); err != nil {
 			t.Fatalf("fold: %v", err)
 		}
 	}

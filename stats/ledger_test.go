@@ -2,7 +2,9 @@ package stats
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -254,7 +256,7 @@ func TestLedgerNewOwner(t *testing.T) {
 	if err := sameLedger(restored, a.State()); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	if restored.layout.snapshotDue || restored.layout != a.State().layout {
+	if restored.layout.snapshotDue || !reflect.DeepEqual(restored.layout, a.State().layout) {
 		t.Fatalf("restored layout %+v, writer's %+v", restored.layout, a.State().layout)
 	}
 	b, err := NewLedger("stats", restored, restored.Seq)
@@ -373,4 +375,94 @@ func recs0Seq(t *testing.T, recs []*kgo.Record) uint64 {
 		t.Fatal(err)
 	}
 	return r.Seq
+}
+
+// TestLedgerStrayKeys restores a ledger whose partition also holds delta
+// and chunk records with huge numbers (2^31, 2^32-1), which no writer
+// makes: the next owner's snapshot tombstones those keys and no number
+// between, so what it writes follows the keys that exist; and a restore
+// of what it wrote then is its state.
+func TestLedgerStrayKeys(t *testing.T) {
+	d := newDriver(t, 200, newTestLedger(t, "events/4", WithRecordBytes(MinRecordBytes)))
+	for range 30 {
+		d.commit(Changes{Reports: d.touch(5)})
+	}
+	st := d.l.State()
+	for _, r := range []LedgerRecord{
+		{Part: LedgerDelta, Index: 1 << 31, Seq: 1, Offset: 10},
+		{Part: LedgerDelta, Index: 1<<31 + 1, Seq: st.Seq + 1, Offset: 20},
+		{Part: LedgerSnapshot, Index: math.MaxUint32 - 1, Chunks: math.MaxUint32, Seq: 2, Offset: 10},
+	} {
+		r.Source, r.At = "events/4", t0
+		k, v, err := EncodeLedger(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.log.recs = append(d.log.recs, &kgo.Record{Topic: "stats", Partition: 4, Key: k, Value: v})
+	}
+	restored := foldRecords(t, "events/4", d.log.recs)
+	if !restored.layout.snapshotDue || len(restored.layout.strays) != 3 {
+		t.Fatalf("layout %+v: want a snapshot due and 3 stray keys", restored.layout)
+	}
+	l, err := NewLedger("stats", restored, restored.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := l.Records(Changes{}, restored.Offset, d.now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) > 200 {
+		t.Fatalf("the snapshot wrote %d records", len(recs))
+	}
+	tomb := map[string]bool{}
+	for _, r := range recs {
+		if r.Value == nil {
+			tomb[string(r.Key)] = true
+		}
+	}
+	for _, k := range []struct {
+		part  LedgerPart
+		index uint32
+	}{{LedgerDelta, 1 << 31}, {LedgerDelta, 1<<31 + 1}, {LedgerSnapshot, math.MaxUint32 - 1}} {
+		key, _ := LedgerKey("events/4", k.part, k.index)
+		if !tomb[string(key)] {
+			t.Fatalf("%s %d not tombstoned", k.part, k.index)
+		}
+	}
+	l.Committed()
+	d.log.recs = append(d.log.recs, recs...)
+	for _, log := range [][]*kgo.Record{d.log.recs, d.log.compacted(false), d.log.compacted(true)} {
+		if err := sameLedger(foldRecords(t, "events/4", log), l.State()); err != nil {
+			t.Fatalf("after the snapshot: %v", err)
+		}
+	}
+}
+
+// TestLedgerSequenceLimit checks that a writer never continues a sequence
+// near MaxLedgerSeq, so that it never hands out one readers reject (or
+// wraps to 0), and ignores a View's sequence there.
+func TestLedgerSequenceLimit(t *testing.T) {
+	st := LedgerState{Source: "events/1", Offset: 5, Seq: MaxLedgerSeq - LedgerSeqReserve + 1}
+	if _, err := NewLedger("stats", st, 0); !errors.Is(err, ErrSequenceExhausted) {
+		t.Fatalf("restored sequence in the reserve: %v", err)
+	}
+	st.Seq = 7
+	l, err := NewLedger("stats", st, math.MaxUint64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := l.Records(Changes{}, 6, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if rec, err := DecodeLedger(r.Key, r.Value); err != nil || rec.Seq != 8 {
+			t.Fatalf("record %+v (%v): want sequence 8", rec, err)
+		}
+	}
+	st.Problems = []LedgerProblem{{Source: "events/1", Err: ErrCorrupt}}
+	if _, err := NewLedger("stats", st, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("state with problems: %v", err)
+	}
 }

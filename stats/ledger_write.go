@@ -136,6 +136,11 @@ func (l *Ledger) write(set changeSet, h ledgerHeader, layout *ledgerLayout) ([]*
 	for i := layout.chain; i < layout.liveDeltas; i++ {
 		recs = append(recs, l.tombstone(LedgerDelta, i))
 	}
+	for _, k := range layout.strays {
+		if k.part == LedgerDelta || k.index >= max(chunks, layout.liveChunks, layout.chunks) {
+			recs = append(recs, l.tombstone(k.part, k.index))
+		}
+	}
 	*layout = ledgerLayout{chunks: chunks, liveChunks: chunks, snapBytes: n, liveDeltas: min(layout.chain, layout.liveDeltas)}
 	return recs, nil
 }

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/throttler/throttler/flow"
+)
+
+// TestValidateLimits checks the limits flow sets (flow/limits.go) in a
+// config file: a target within [flow.MinTarget, flow.MaxTarget], budgets
+// nested at most flow.MaxDepth deep (one problem per chain, on its first
+// budget past the limit).
+func TestValidateLimits(t *testing.T) {
+	for _, target := range []float64{1.7e308, 5e-324, flow.MaxTarget * 10} {
+		c := example(t)
+		c.Budgets[1].Target = target
+		checkProblems(t, c.Validate(), want{"budgets[1].target", "between"})
+	}
+	chain := func(c *Config, n int) {
+		for i := range n {
+			b := Budget{Name: fmt.Sprintf("level-%02d", i), Target: 10, Period: time.Minute}
+			if i > 0 {
+				b.Parent = fmt.Sprintf("level-%02d", i-1)
+			}
+			c.Budgets = append(c.Budgets, b)
+		}
+	}
+	c := example(t)
+	chain(c, flow.MaxDepth)
+	checkProblems(t, c.Validate())
+	c = example(t)
+	chain(c, flow.MaxDepth+3)
+	first := len(c.Budgets) - 3
+	checkProblems(t, c.Validate(), want{fmt.Sprintf("budgets[%d].parent", first), "17 budgets deep"})
+	if ps := CheckBudget(Budget{Name: "x", Target: 1.7e308, Period: time.Minute}); len(ps) != 1 || ps[0].Path != "target" {
+		t.Fatalf("CheckBudget of a target of 1.7e308: %v", ps)
+	}
+}

@@ -1,0 +1,50 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+)
+
+// Limits of a budget's definition. They are checked here, for every way a
+// budget arrives (the config file through NewTree, a control record
+// through Tree.Apply, a definition on the stats topic through CheckBudget),
+// so that every number computed from a budget stays finite: a deviation
+// (achieved-ideal)/target of at most 2^53/MinTarget, a sum of targets far
+// below the largest float64.
+const (
+	// MinTarget is the smallest target: below it a deviation divides by
+	// almost nothing (5e-324 makes it infinite).
+	MinTarget = 1e-6
+	// MaxTarget is the largest target: 10^15 passes (or rewards), 31
+	// years at a million a second; above it the ideal course and its
+	// chart axes overflow to infinity (1.7e308 does).
+	MaxTarget = 1e15
+	// MaxDepth is the longest chain of nested budgets, a budget without
+	// a parent counting 1: the lanes of one event are opened along it,
+	// and every pass is checked against each budget of it.
+	MaxDepth = 16
+)
+
+// CheckTarget returns why t is not a valid target, "" when it is one.
+func CheckTarget(t float64) string {
+	switch {
+	case math.IsNaN(t) || math.IsInf(t, 0):
+		return fmt.Sprintf("must be a finite number, got %v", t)
+	case t <= 0:
+		return fmt.Sprintf("must be positive, got %v", t)
+	case t < MinTarget || t > MaxTarget:
+		return fmt.Sprintf("must be between %g and %g, got %v", MinTarget, MaxTarget, t)
+	}
+	return ""
+}
+
+// CheckBudget checks one budget's own fields (name, target, window or
+// period, reserve, prior, delay rules), not those that need the other
+// budgets (parents, depth): the rules NewTree and Tree.Apply apply to
+// each budget. The error wraps ErrInvalidBudget.
+func CheckBudget(b Budget) error { return validateBudget(b) }
+
+// depthError is the error of a budget nested deeper than MaxDepth.
+func depthError(name string, depth int) error {
+	return &BudgetError{Budget: name, Field: "parent", Reason: fmt.Sprintf("nests %d budgets deep (itself included), more than %d", depth, MaxDepth)}
+}
