@@ -22,7 +22,7 @@ import (
 // a newly assigned partition from its committed offset, so the partition
 // restarts from its committed ledger, as on any other assignment.
 func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
-	w.restartOwned(assigned)
+	w.restartOwned(cl, assigned)
 	var sources []string
 	for t, ps := range assigned {
 		for _, p := range ps {
@@ -57,7 +57,7 @@ func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 
 // restartOwned stops the partitions of assigned that this worker still
 // runs (see onAssigned).
-func (w *Worker) restartOwned(assigned map[string][]int32) {
+func (w *Worker) restartOwned(cl *kgo.Client, assigned map[string][]int32) {
 	again, _ := w.release(assigned)
 	if len(again) == 0 {
 		return
@@ -65,6 +65,7 @@ func (w *Worker) restartOwned(assigned map[string][]int32) {
 	w.log.Warn().Int("partitions", len(again)).
 		Msg("partitions assigned again while still owned: restarting them from their committed ledgers")
 	w.stopPartitions(again)
+	w.unpark(cl, again)
 }
 
 // loadLedgers learns the partition counts of the assigned topics (for the
@@ -79,7 +80,7 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 	ctx := w.prodCtx
 	load.parts = w.partitionCounts(ctx, cl, topics)
 	for attempt := 1; ; attempt++ {
-		load.states, load.err = stats.LoadLedgers(ctx, w.cfg.clientOpts, w.cfg.topics.Stats, sources...)
+		load.states, load.err = stats.LoadLedgersWithin(ctx, w.cfg.clientOpts, w.cfg.topics.Stats, w.inputEnds, sources...)
 		if load.err == nil {
 			load.err = w.carryOver(ctx, cl, load.states)
 		}
@@ -146,6 +147,7 @@ func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string]
 		w.commitRevoked(ctx, cl, gone)
 	}
 	w.resumeRevoked(cl, revoked)
+	w.unpark(cl, gone)
 	w.updateShare(ctx, cl)
 	w.m.assigned.Set(float64(n))
 	if len(gone) > 0 {
@@ -237,6 +239,7 @@ func (w *Worker) closeAll() {
 	}
 	w.mu.Unlock()
 	w.stopPartitions(ps)
+	w.unpark(nil, ps)
 	w.m.assigned.Set(0)
 }
 

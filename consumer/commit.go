@@ -36,6 +36,7 @@ func (w *Worker) commit() error {
 	w.inflight.Wait()
 	w.m.commitSeconds.WithLabelValues("wait").Observe(w.cfg.now().Sub(t0).Seconds())
 	defer w.sess.allowRebalance()
+	w.retryParked(w.cfg.now())
 
 	parts := w.partitions()
 	u := &unit{now: w.cfg.now()}

@@ -46,6 +46,7 @@ import (
 // loop while the partition is idle).
 type holdState struct {
 	on     bool
+	parked bool      // the partition is parked (park.go): it stays paused
 	epoch  int32     // leader epoch of the held record
 	until  time.Time // when to resume fetching
 	budget string
@@ -129,7 +130,9 @@ func (w *Worker) applyHolds(ps []*partition, held map[string]map[int32]kgo.Epoch
 		if !p.hold.on {
 			continue
 		}
-		if committed {
+		if committed && p.hold.parked {
+			w.log.Debug().Str("source", p.source).Int64("offset", p.nextOffset).Msg("parked: partition paused")
+		} else if committed {
 			w.delay.paused[topicPartition{p.topic, p.id}] = paused{until: p.hold.until, since: now, budget: p.hold.budget}
 			if p.hold.budget != "" {
 				w.delay.pauses.WithLabelValues(p.hold.budget).Inc()

@@ -38,6 +38,7 @@ type metrics struct {
 	consumerLag *prometheus.GaugeVec // topic, partition
 	assigned    prometheus.Gauge
 	viewAge     prometheus.Gauge
+	viewSkipped prometheus.Gauge
 	openLanes   prometheus.Gauge
 
 	series budgetSeries // the budgets that have series, and when they were last active
@@ -79,7 +80,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.assigned = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_assigned_partitions", Help: "Partitions this worker owns."})
 	m.viewAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_stats_view_age_seconds", Help: "Time since the stats view last applied a record."})
 	m.openLanes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_open_lanes", Help: "Lanes (budget x owned partition) open on this worker: those with an event in the last lane idle span."})
-	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.openLanes)
+	m.viewSkipped = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_stats_records_skipped",
+		Help: "Stats topic records the stats view skipped since the worker started: they do not decode, or break the limits (docs/operations.md)."})
+	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.viewSkipped, m.openLanes)
 	m.series.last = map[string]time.Time{}
 	return m
 }

@@ -118,6 +118,7 @@ type cfg struct {
 	restartPause     time.Duration
 	rewardDecoding   []decode.DecodeOpt
 	readyChecks      []func() error
+	parkRetry        time.Duration
 }
 
 func defaultCfg() cfg {
@@ -132,6 +133,7 @@ func defaultCfg() cfg {
 		maxPollRecords:   DefaultMaxPollRecords,
 		queueBatches:     DefaultQueueBatches,
 		rewardBudgetPath: decode.DefaultBudgetPath,
+		parkRetry:        DefaultParkRetry,
 		log:              zerolog.Nop(),
 		now:              time.Now,
 		ensureTopics:     true,
@@ -182,6 +184,8 @@ func (c *cfg) validate() error {
 		return bad("GiveUp", "aborts must be positive and the window not negative")
 	case c.restarts < 0 || c.restartSpan < 0 || c.restartPause < 0:
 		return bad("SessionRestarts", "must not be negative")
+	case c.parkRetry <= 0:
+		return bad("ParkRetry", "must be positive")
 	}
 	if len(c.topics.Rewards) > 0 && c.rewardBudgetPath == "" {
 		return bad("RewardPaths", "empty budget path")
@@ -421,3 +425,8 @@ func RewardDecoding(opts ...decode.DecodeOpt) Opt {
 func ReadyCheck(check func() error) Opt {
 	return optFunc(func(c *cfg) { c.readyChecks = append(c.readyChecks, check) })
 }
+
+// ParkRetry sets how often the worker reads again the ledgers of its
+// parked partitions (park.go) and starts those that restore whole.
+// Default DefaultParkRetry (10s).
+func ParkRetry(d time.Duration) Opt { return optFunc(func(c *cfg) { c.parkRetry = d }) }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -70,6 +71,8 @@ type partition struct {
 	reps       []flow.Report // Source.Changed's, reused
 	legacyDone bool          // the source's kind-1 and kind-3 keys were tombstoned
 	rewardScan *decode.Scan  // the reward decoder's, in the topic's format
+	parkAt     int64         // parked: the offset it holds at (-1 before its first record; park.go)
+	parkEpoch  int32
 
 	// flushMu serialises flushing counts: the poll loop's last commit, at
 	// shutdown, runs with rebalances allowed, so a revoke may stop (and
@@ -93,6 +96,7 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *ledgerL
 		lag:    w.m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(id))),
 		counts: newCounts(),
 		load:   load,
+		parkAt: -1,
 
 		lagRecords: -1, commitOffset: -1,
 	}
@@ -107,28 +111,42 @@ type ledgerLoad struct {
 	err    error
 }
 
+// How a partition's start ended.
+const (
+	startStopped = iota // revoked while starting, or a fatal error
+	startRunning
+	startParked // its ledger cannot be restored whole (park.go)
+)
+
 // start builds the partition's pipeline, waits for its ledger and opens
-// its flow source from it. It returns false when the partition must not
-// process records: it was revoked while starting, or loading failed
+// its flow source from it. It returns startRunning when the partition
+// may process records; startParked when its ledger cannot be restored
+// whole; startStopped when it was revoked while starting, or failed
 // (which is fatal).
-func (p *partition) start() bool {
+func (p *partition) start() int {
 	select {
 	case <-p.load.done:
 	case <-p.quit:
-		return false
+		return startStopped
 	}
 	if p.load.err != nil {
 		p.w.fail(p.load.err)
-		return false
+		return startStopped
 	}
 	st, ok := p.load.states[p.source]
 	if !ok {
 		st = stats.LedgerState{Source: p.source, Offset: -1}
 	}
 	led, err := stats.NewLedger(p.w.cfg.topics.Stats, st, p.w.view.Seq(p.source), p.w.ledgerOpts()...)
+	var problem *stats.LedgerProblem
+	if errors.As(err, &problem) || errors.Is(err, stats.ErrSequenceExhausted) {
+		p.park(err, max(len(st.Problems), 1))
+		p.load = nil
+		return startParked
+	}
 	if err != nil {
 		p.w.fail(fmt.Errorf("ledger of %s: %w", p.source, err))
-		return false
+		return startStopped
 	}
 	p.led = led
 	p.drops.restored(p.w, st)
@@ -141,13 +159,13 @@ func (p *partition) start() bool {
 			if p.ctx.Err() == nil {
 				p.w.fail(err)
 			}
-			return false
+			return startStopped
 		}
 		p.chain = chain
 	}
 	if err := p.open(p.w.cfg.now()); err != nil {
 		p.w.fail(fmt.Errorf("open %s: %w", p.source, err))
-		return false
+		return startStopped
 	}
 	// At least once, the ledger may be ahead of the group's offset: a
 	// crash after the ledger was written, before the offsets were. The
@@ -155,7 +173,7 @@ func (p *partition) start() bool {
 	// ledger is written only once they are; see Worker.write).
 	p.skipBelow = p.nextOffset
 	p.ready.Store(true)
-	return true
+	return startRunning
 }
 
 // open (re)opens the partition's flow source from its committed ledger.
@@ -192,6 +210,10 @@ func (p *partition) close(now time.Time) []flow.Report {
 // counters, read from the stats view at the next sync, look like counters
 // going backwards.
 func (p *partition) rollback(now time.Time) error {
+	if p.led == nil { // parked: nothing to roll back
+		p.touched = false
+		return nil
+	}
 	reps := p.close(now)
 	p.touched = false
 	p.led.Rollback()
@@ -228,8 +250,15 @@ func (p *partition) kept() []pipeline.State {
 // run is the partition goroutine.
 func (p *partition) run() {
 	defer close(p.done)
-	if !p.start() {
+	switch p.start() {
+	case startStopped:
 		for range p.in { // never process, never block the poll loop
+			p.w.inflight.Done()
+		}
+		return
+	case startParked:
+		for b := range p.in { // hold at the committed offset, process nothing
+			p.holdParked(b)
 			p.w.inflight.Done()
 		}
 		return

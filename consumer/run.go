@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/clip"
 	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -237,6 +238,7 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 	t := time.NewTicker(w.cfg.tuneInterval)
 	defer t.Stop()
 	var lastGauges time.Time
+	var skipped uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -252,11 +254,25 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 			}
 			w.m.sweep(now, w.cfg.seriesIdle)
 			w.m.viewAge.Set(w.view.Age().Seconds())
+			skipped = w.viewSkipped(skipped)
 			if w.srm != nil {
 				w.srm.check(w, now, w.variantTotals)
 			}
 		}
 	}
+}
+
+// viewSkipped publishes how many stats records the view skipped and, when
+// that grew since before, logs it once with the newest error (a bounded
+// line); it returns the count.
+func (w *Worker) viewSkipped(before uint64) uint64 {
+	st := w.view.Stats()
+	w.m.viewSkipped.Set(float64(st.Skipped))
+	if st.Skipped > before {
+		w.log.Warn().Uint64("skipped", st.Skipped-before).Str("last_error", clip.Error(st.LastError)).
+			Msg("stats records skipped: they do not decode, or break the limits (counted in throttler_stats_records_skipped)")
+	}
+	return st.Skipped
 }
 
 // viewExchange gives flow the stats view as an Exchange; the worker

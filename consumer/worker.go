@@ -76,6 +76,7 @@ type Worker struct {
 	clientPt atomic.Pointer[kgo.Client] // the session's client, for Pause and Resume
 
 	delay delayState // partitions paused by delay budgets
+	parks parkState  // partitions parked: their ledgers cannot be restored (park.go)
 
 	mu    sync.Mutex // guards parts
 	parts map[topicPartition]*partition
@@ -168,6 +169,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	w.m.series.now = c.now()
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)
+	w.parks.init(w.reg)
 	w.onProduced = w.produced
 	if c.listen != "" {
 		if w.http, err = NewHTTPServer(c.listen, w.reg, w); err != nil {
@@ -233,7 +235,8 @@ func (w *Worker) Live() error {
 }
 
 // Ready is nil once the worker has joined its group and its stats view has
-// caught up, until it starts shutting down, while every ReadyCheck is.
+// caught up, until it starts shutting down, while every ReadyCheck is and
+// no partition is parked (park.go).
 func (w *Worker) Ready() error {
 	switch {
 	case !w.running.Load():
@@ -250,7 +253,7 @@ func (w *Worker) Ready() error {
 			return err
 		}
 	}
-	return nil
+	return w.parkedErr()
 }
 
 // Pause stops fetching the given partitions of topic (all of the topic's

@@ -28,5 +28,8 @@ func (w *Worker) statusRecord(now time.Time, parts []*partition) (*kgo.Record, e
 	for _, p := range parts {
 		ws.Sources = append(ws.Sources, stats.SourceStatus{Source: p.source, Lag: p.lagRecords, Offset: p.commitOffset, Committed: p.committedAt})
 	}
+	for src, reason := range w.parkedReasons() {
+		ws.Parked = append(ws.Parked, stats.ParkedSource{Source: src, Reason: reason})
+	}
 	return w.pub.WorkerRecord(ws)
 }

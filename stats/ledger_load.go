@@ -114,7 +114,7 @@ type InputEnds func(ctx context.Context, sources []string) (map[string]int64, er
 // ledger's offset is never past the end it had when it was committed, and
 // ends only grow). An error of ends fails the load. ends may be nil.
 func LoadLedgersWithin(ctx context.Context, clientOpts []kgo.Opt, topic string, ends InputEnds, sources ...string) (map[string]LedgerState, error) {
-	reads, err := readLedgers(ctx, clientOpts, topic, sources)
+	reads, err := readLedgers(ctx, clientOpts, topic, sources, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +140,17 @@ func LoadLedgersWithin(ctx context.Context, clientOpts []kgo.Opt, topic string, 
 }
 
 // ledgerRead is what a restore read of one source's ledger: the newest
-// record of each of its keys.
+// record of each of its keys, and with keepAll every record of each key
+// (InspectLedger).
 type ledgerRead struct {
 	newest map[string]*kgo.Record
+	all    map[string][]*kgo.Record // in offset order; nil unless kept
 }
 
 // readLedgers reads the stats partitions of sources to their end and
-// keeps the newest record of every key of their ledgers.
-func readLedgers(ctx context.Context, clientOpts []kgo.Opt, topic string, sources []string) (map[string]*ledgerRead, error) {
+// keeps the newest record of every key of their ledgers (and every record
+// with keepAll).
+func readLedgers(ctx context.Context, clientOpts []kgo.Opt, topic string, sources []string, keepAll bool) (map[string]*ledgerRead, error) {
 	if topic == "" {
 		return nil, errInvalidConfig("empty stats topic")
 	}
@@ -160,6 +163,9 @@ func readLedgers(ctx context.Context, clientOpts []kgo.Opt, topic string, source
 		}
 		if _, dup := reads[s]; !dup {
 			reads[s] = &ledgerRead{newest: map[string]*kgo.Record{}}
+			if keepAll {
+				reads[s].all = map[string][]*kgo.Record{}
+			}
 			parts = append(parts, p)
 		}
 	}
@@ -176,45 +182,13 @@ func readLedgers(ctx context.Context, clientOpts []kgo.Opt, topic string, source
 		}
 		if rd := reads[string(src)]; rd != nil {
 			rd.newest[string(r.Key)] = r
+			if rd.all != nil {
+				rd.all[string(r.Key)] = append(rd.all[string(r.Key)], r)
+			}
 		}
 		return nil
 	})
 	return reads, err
-}
-
-// LedgerRecordInfo describes the newest record of one key of a source's
-// ledger, as a restore saw it (InspectLedger).
-type LedgerRecordInfo struct {
-	Part  LedgerPart
-	Index uint32
-	// Partition and Offset place the record in the stats topic.
-	Partition int32
-	Offset    int64
-	Deleted   bool // a tombstone
-	Bytes     int  // key and value
-	// Seq, At, InputOffset and Entries are the record's header and its
-	// number of entries, when it decodes.
-	Seq         uint64
-	At          time.Time
-	InputOffset int64
-	Entries     int
-	// Problem is why the restore leaves the record out (nil: it folds it).
-	Problem error
-}
-
-// InspectLedger reads one source's ledger as LoadLedgersWithin does, with
-// end the input partition's end (-1: not checked), and returns what it
-// restores and the newest record of every key of the ledger, in offset
-// order: what `throttler ledger show` prints and `throttler ledger
-// repair` starts from.
-func InspectLedger(ctx context.Context, clientOpts []kgo.Opt, topic, source string, end int64) (LedgerState, []LedgerRecordInfo, error) {
-	reads, err := readLedgers(ctx, clientOpts, topic, []string{source})
-	if err != nil {
-		return LedgerState{}, nil, err
-	}
-	var infos []LedgerRecordInfo
-	st := reads[source].fold(source, end, &infos)
-	return st, infos, nil
 }
 
 // fold folds the newest record of every key, in offset order, leaving
@@ -225,6 +199,11 @@ func (rd *ledgerRead) fold(source string, end int64, infos *[]LedgerRecordInfo) 
 	for _, r := range rd.newest {
 		recs = append(recs, r)
 	}
+	return foldRecs(source, recs, end, infos)
+}
+
+// foldRecs folds recs (at most one per key) in offset order, as fold does.
+func foldRecs(source string, recs []*kgo.Record, end int64, infos *[]LedgerRecordInfo) LedgerState {
 	slices.SortFunc(recs, func(a, b *kgo.Record) int { return cmp.Compare(a.Offset, b.Offset) })
 	f := &restoreFold{}
 	var problems []LedgerProblem

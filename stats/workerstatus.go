@@ -25,6 +25,9 @@ import (
 //	                  (source str non-empty, strictly increasing; Lag
 //	                  zig-zag varint; Offset zig-zag varint; Committed
 //	                  time)
+//	WorkerStatus 1.1: 1.0, then parked uvarint, then parked x (source str
+//	                  non-empty, strictly increasing; reason str): the
+//	                  parked sources (a 1.0 reader skips them)
 //
 // Cost: W records per sync interval (one per worker, never one per budget
 // or per partition), each at most MaxWorkerStatusBytes; the compacted
@@ -60,7 +63,23 @@ type WorkerStatus struct {
 	// Omitted counts the owned sources left out of Sources to keep the
 	// record under MaxWorkerStatusBytes.
 	Omitted int
+	// Parked are the owned sources the worker parked (their ledger
+	// cannot be restored whole), sorted by source once encoded or
+	// decoded; at most MaxParkedListed, reasons at most MaxReasonBytes.
+	Parked []ParkedSource
 }
+
+// ParkedSource is a source a worker parked, and why.
+type ParkedSource struct {
+	Source string
+	Reason string
+}
+
+// Bounds of a WorkerStatus's Parked.
+const (
+	MaxParkedListed = 64
+	MaxReasonBytes  = 512
+)
 
 // SourceStatus is one owned source (partition) of a WorkerStatus.
 type SourceStatus struct {
@@ -76,7 +95,7 @@ type SourceStatus struct {
 	Committed time.Time
 }
 
-const workerMajor, workerMinor = 1, 0
+const workerMajor, workerMinor = 1, 1
 
 // WorkerKey returns the stats-topic key of a worker's status.
 func WorkerKey(worker string) ([]byte, error) { return appendKey(KindWorker, worker) }
@@ -118,7 +137,18 @@ func EncodeWorkerStatus(ws WorkerStatus) (key, value []byte, err error) {
 	b = binary.AppendUvarint(b, ws.DeadLetters)
 	b = binary.AppendUvarint(b, uint64(max(ws.Omitted, 0)+len(srcs)-kept))
 	b = binary.AppendUvarint(b, uint64(kept))
-	return key, append(b, body...), nil
+	b = append(b, body...)
+	parked := slices.Clone(ws.Parked)
+	slices.SortFunc(parked, func(a, b ParkedSource) int { return strings.Compare(a.Source, b.Source) })
+	parked = parked[:min(len(parked), MaxParkedListed)]
+	b = binary.AppendUvarint(b, uint64(len(parked)))
+	for i, p := range parked {
+		if p.Source == "" || len(p.Source) > MaxNameLen || (i > 0 && p.Source == parked[i-1].Source) {
+			return nil, nil, &ReportError{Budget: KindWorker.String(), Source: p.Source, Msg: "parked source empty, overlong or listed twice"}
+		}
+		b = appendStr(appendStr(b, p.Source), p.Reason[:min(len(p.Reason), MaxReasonBytes)])
+	}
+	return key, b, nil
 }
 
 // decodeWorker decodes a kind-6 key and value (nil: a tombstone).
@@ -149,6 +179,21 @@ func decodeWorker(key, value []byte, ws *WorkerStatus) error {
 			d.fail(at, ErrCorrupt, "source %q out of order or repeated", s.Source)
 		}
 		ws.Sources = append(ws.Sources, s)
+	}
+	if minor >= 1 {
+		at := d.pos
+		n := d.uvarint()
+		if d.err == nil && n > MaxParkedListed {
+			d.fail(at, ErrCorrupt, "%d parked sources, more than %d", n, MaxParkedListed)
+		}
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			at := d.pos
+			p := ParkedSource{Source: d.nameVar("parked source"), Reason: d.str("reason")}
+			if d.err == nil && (len(p.Reason) > MaxReasonBytes || len(ws.Parked) > 0 && p.Source <= ws.Parked[len(ws.Parked)-1].Source) {
+				d.fail(at, ErrCorrupt, "parked source out of order or repeated, or reason too long")
+			}
+			ws.Parked = append(ws.Parked, p)
+		}
 	}
 	if minor <= workerMinor {
 		d.end()

@@ -19,6 +19,7 @@ func sampleWorker() WorkerStatus {
 			{Source: "events/1", Lag: 0, Offset: 5000, Committed: t0.Add(-time.Second)},
 			{Source: "clicks/1", Lag: 12, Offset: -1}, // never committed: zero time
 		},
+		Parked: []ParkedSource{{Source: "events/9", Reason: "ledger corrupt"}, {Source: "events/2", Reason: "offset beyond end"}},
 	}
 }
 
@@ -38,6 +39,7 @@ func TestWorkerStatusRoundTrip(t *testing.T) {
 	}
 	want := ws
 	want.Sources = []SourceStatus{ws.Sources[1], ws.Sources[0]} // sorted
+	want.Parked = []ParkedSource{ws.Parked[1], ws.Parked[0]}
 	if !reflect.DeepEqual(got.Worker, want) {
 		t.Fatalf("decoded\n%+v\nwant\n%+v", got.Worker, want)
 	}
@@ -55,7 +57,7 @@ func TestWorkerStatusRoundTrip(t *testing.T) {
 		t.Fatalf("newer minor: %+v, %v", got, err)
 	}
 	if _, err := DecodeRecord(r.Key, append(r.Value[:len(r.Value):len(r.Value)], 0xee)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("trailing byte in 1.0: %v", err)
+		t.Fatalf("trailing byte in 1.1: %v", err)
 	}
 	other := append([]byte{workerMajor + 1}, r.Value[1:]...)
 	if _, err := DecodeRecord(r.Key, other); !errors.Is(err, ErrUnknownVersion) {

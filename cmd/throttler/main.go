@@ -47,6 +47,8 @@ var commands = []*command{
 	budgetListCmd,
 	budgetImportCmd,
 	budgetChurnCmd,
+	ledgerShowCmd,
+	ledgerRepairCmd,
 }
 
 // command is one subcommand.
@@ -109,7 +111,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	name, rest := args[0], args[1:]
-	if name == "budget" && len(rest) > 0 { // two-word commands: budget set, …
+	if (name == "budget" || name == "ledger") && len(rest) > 0 { // two-word commands: budget set, ledger show, …
 		name, rest = name+" "+rest[0], rest[1:]
 	}
 	switch name {
@@ -135,7 +137,7 @@ func lookup(name string) *command {
 
 // help prints the command list, or one command's usage.
 func help(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 2 && args[0] == "budget" {
+	if len(args) == 2 && (args[0] == "budget" || args[0] == "ledger") {
 		args = []string{"budget " + args[1]}
 	}
 	switch len(args) {
