@@ -147,6 +147,10 @@ type Rewards struct {
 	Budget string `yaml:"budget"`
 	// Value is the reward's value. Empty means each reward counts 1.
 	Value string `yaml:"value"`
+	// MaxValue is the largest value one reward may carry; a reward above
+	// it is dead-lettered (reward_out_of_range). Default
+	// flow.DefaultMaxReward (1e6); at most flow.MaxTarget.
+	MaxValue float64 `yaml:"max_value"`
 }
 
 // Budget is one flow budget; FlowBudgets converts it to a flow.Budget.

@@ -47,6 +47,7 @@
 //	rewards:                             # required when topics.rewards is set
 //	  budget: campaign                   # path in reward events naming the budget
 //	  value: value                       # optional; default: each reward counts 1
+//	  max_value: 1000                    # optional: a larger reward is dead-lettered (default 1e6)
 //	budgets:                             # at least one
 //	  - name: campaign-a                 # required, unique
 //	    target: 12000                    # required, > 0

@@ -38,3 +38,21 @@ func TestValidateLimits(t *testing.T) {
 		t.Fatalf("CheckBudget of a target of 1.7e308: %v", ps)
 	}
 }
+
+// TestRewardsMaxValue checks rewards.max_value: above 0, at most
+// flow.MaxTarget, and only with reward topics.
+func TestRewardsMaxValue(t *testing.T) {
+	for _, m := range []float64{-1, flow.MaxTarget * 2} {
+		c := example(t)
+		c.Rewards.MaxValue = m
+		checkProblems(t, c.Validate(), want{"rewards.max_value", "above 0"})
+	}
+	c := example(t)
+	c.Rewards.MaxValue = 1000
+	checkProblems(t, c.Validate())
+	c.Topics.Rewards, c.Rewards.Budget, c.Rewards.Value = nil, "", ""
+	for i := range c.Budgets {
+		c.Budgets[i].Kind, c.Budgets[i].Conversion, c.Budgets[i].RewardDelay = "", 0, 0
+	}
+	checkProblems(t, c.Validate(), want{"rewards", "topics.rewards is empty"})
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/splitter"
 )
 
@@ -200,7 +201,10 @@ func (v *checker) rewards(c *Config) {
 	switch {
 	case len(c.Topics.Rewards) > 0 && r.Budget == "":
 		v.add("rewards.budget", "must name the reward field that holds the budget name when topics.rewards is set")
-	case len(c.Topics.Rewards) == 0 && (r.Budget != "" || r.Value != ""):
+	case len(c.Topics.Rewards) == 0 && (r.Budget != "" || r.Value != "" || r.MaxValue != 0):
 		v.add("rewards", "is set but topics.rewards is empty")
+	}
+	if m := r.MaxValue; m != 0 && (!(m > 0) || m > flow.MaxTarget) {
+		v.add("rewards.max_value", fmt.Sprintf("must be above 0 and at most %g, got %v", flow.MaxTarget, m))
 	}
 }

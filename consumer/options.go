@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
@@ -102,6 +103,7 @@ type cfg struct {
 	splitter         *splitter.Splitter
 	rewardBudgetPath string
 	rewardValuePath  string
+	maxReward        float64
 	log              zerolog.Logger
 	registry         *prometheus.Registry
 	now              func() time.Time
@@ -134,6 +136,7 @@ func defaultCfg() cfg {
 		queueBatches:     DefaultQueueBatches,
 		rewardBudgetPath: decode.DefaultBudgetPath,
 		parkRetry:        DefaultParkRetry,
+		maxReward:        flow.DefaultMaxReward,
 		log:              zerolog.Nop(),
 		now:              time.Now,
 		ensureTopics:     true,
@@ -186,6 +189,8 @@ func (c *cfg) validate() error {
 		return bad("SessionRestarts", "must not be negative")
 	case c.parkRetry <= 0:
 		return bad("ParkRetry", "must be positive")
+	case !(c.maxReward > 0) || c.maxReward > flow.MaxTarget:
+		return bad("MaxReward", "must be above 0 and at most flow.MaxTarget")
 	}
 	if len(c.topics.Rewards) > 0 && c.rewardBudgetPath == "" {
 		return bad("RewardPaths", "empty budget path")
@@ -430,3 +435,9 @@ func ReadyCheck(check func() error) Opt {
 // parked partitions (park.go) and starts those that restore whole.
 // Default DefaultParkRetry (10s).
 func ParkRetry(d time.Duration) Opt { return optFunc(func(c *cfg) { c.parkRetry = d }) }
+
+// MaxReward sets the largest value a reward event may carry: one above it
+// goes to the dead-letter topic (reason reward_out_of_range) instead of
+// being credited. Default flow.DefaultMaxReward (1e6); at most
+// flow.MaxTarget.
+func MaxReward(v float64) Opt { return optFunc(func(c *cfg) { c.maxReward = v }) }

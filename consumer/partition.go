@@ -389,6 +389,12 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 		p.deadLetter(e)
 		return
 	}
+	if v > w.cfg.maxReward {
+		e.Err = &decode.RecordError{Stage: StageReward, Reason: decode.ReasonRewardRange, Field: w.cfg.rewardValuePath,
+			Detail: fmt.Sprintf("%g above the maximum %g", v, w.cfg.maxReward)}
+		p.deadLetter(e)
+		return
+	}
 	l := p.eventLane(e.Fields.Budget, now)
 	if l == nil {
 		e.Err = &decode.RecordError{Stage: StageReward, Reason: decode.ReasonUnknownBudget, Field: w.cfg.rewardBudgetPath, Detail: e.Fields.Budget}

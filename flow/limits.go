@@ -23,6 +23,12 @@ const (
 	// a parent counting 1: the lanes of one event are opened along it,
 	// and every pass is checked against each budget of it.
 	MaxDepth = 16
+	// DefaultMaxReward is the largest value one reward event may carry
+	// unless configured otherwise (config rewards.max_value, up to
+	// MaxTarget): a click counts 1, a purchase its price. Above it the
+	// event is dead-lettered (reward_out_of_range) rather than spend a
+	// reward budget at once.
+	DefaultMaxReward = 1e6
 )
 
 // CheckTarget returns why t is not a valid target, "" when it is one.

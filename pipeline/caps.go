@@ -28,6 +28,10 @@ import (
 // the record timestamp), so that a replay decides as the first run did and
 // the caps can be checked from the output topic alone.
 //
+// A key longer than MaxStateKeyBytes is kept (and written to the
+// changelog) as its digest (StateKey): a cap's memory follows its number
+// of keys, not their length.
+//
 // An event is charged to a cap only if it finally passes: the caps stage
 // charges it, lets the later stages decide, and takes the charge back when
 // the event ends anything but OutcomePass (rejected by its budget, dead
@@ -247,6 +251,7 @@ func (pc *partitionCaps) apply(e *Event, next Handler) (o Outcome) {
 			}
 		}
 		pc.checkKeying(e, i, key)
+		key = StateKey(key)
 		c := pc.caps[i]
 		var prev capUndo
 		if tat, ok := c.Lookup(key); ok {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/internal/bytesconv"
 )
 
 // StageDedup names the duplicate-id stage (see DedupStage).
@@ -22,7 +23,8 @@ const ReasonDuplicateID decode.Reason = "duplicate_id"
 // The window is per partition because producers' retries and replays land
 // on the partition of the first copy. It is bounded: each partition keeps
 // at most window ids (the oldest go first), about 60 bytes plus the id's
-// length each. It lives in memory only: after a restart or a partition
+// length each; an id longer than MaxStateKeyBytes is kept as its digest
+// (StateKey). It lives in memory only: after a restart or a partition
 // move the new owner starts with an empty window, so a duplicate of an
 // event processed before the move is not caught.
 //
@@ -42,6 +44,9 @@ func DedupStage(window int) Stage {
 				id := e.Fields.ID
 				if id == "" {
 					return next(e)
+				}
+				if len(id) > MaxStateKeyBytes {
+					id = string(StateKey(bytesconv.Bytes(id)))
 				}
 				if first, dup := w.see(id, e.Record.Offset); dup {
 					return e.DeadLetter(recErr(StageDedup, ReasonDuplicateID, "", "first seen at offset "+strconv.FormatInt(first, 10)))

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/throttler/throttler/decode"
@@ -49,4 +51,29 @@ func FitDeadLetter(out *kgo.Record, srcHeaders, maxValue int) {
 		out.Headers = append(out.Headers[:kept], out.Headers[srcHeaders:]...)
 	}
 	out.Headers = append(out.Headers, kgo.RecordHeader{Key: HeaderOriginalSize, Value: strconv.AppendInt(nil, int64(size), 10)})
+}
+
+// MaxStateKeyBytes is the longest cap key or dedup id kept as it is. A
+// partition keeps every cap key for its cap's period (and writes it to
+// the caps changelog) and the last dedup_window ids: a longer one is
+// kept as its SHA-256 digest instead (StateKey), so that memory follows
+// the number of keys, not what the events carry (up to the record size,
+// about 1 MB, each). Hashed, not dead-lettered: the event is good, and
+// two keys share a digest with a chance of 2^-128.
+const MaxStateKeyBytes = 256
+
+// hashedKeyPrefix starts a hashed key: "#sha256:" and 64 hex digits.
+const hashedKeyPrefix = "#sha256:"
+
+// StateKey returns k when it has at most MaxStateKeyBytes bytes, else
+// "#sha256:" followed by the hex SHA-256 digest of k (72 bytes), in new
+// memory.
+func StateKey(k []byte) []byte {
+	if len(k) <= MaxStateKeyBytes {
+		return k
+	}
+	sum := sha256.Sum256(k)
+	out := make([]byte, len(hashedKeyPrefix), len(hashedKeyPrefix)+hex.EncodedLen(len(sum)))
+	copy(out, hashedKeyPrefix)
+	return hex.AppendEncode(out, sum[:])
 }

@@ -150,6 +150,9 @@ func workerOpts(c *config.Config, sp *splitter.Splitter, limits []pipeline.Varia
 		consumer.RewardPaths(rewardBudget, c.Rewards.Value),
 		consumer.HTTPListen(c.HTTP.Listen),
 	}
+	if c.Rewards.MaxValue > 0 {
+		all = append(all, consumer.MaxReward(c.Rewards.MaxValue))
+	}
 	if len(c.Caps) > 0 {
 		specs, err := capSpecs(c)
 		if err != nil {
