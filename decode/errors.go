@@ -46,12 +46,12 @@ const (
 	ReasonExprFieldType  Reason = Reason(scoreexpr.FieldNotNumber)
 	ReasonMissingTime    Reason = "missing_time" // time field configured but absent or null
 	ReasonTimeType       Reason = "time_wrong_type"
-	ReasonBadTime        Reason = "bad_time"         // time string is not RFC 3339, or out of range
-	ReasonRewardValue    Reason = "reward_bad_value" // reward value not a finite non-negative number
+	ReasonBadTime        Reason = "bad_time"            // time string is not RFC 3339, or out of range
+	ReasonRewardValue    Reason = "reward_bad_value"    // reward value not a finite non-negative number
 	ReasonRewardRange    Reason = "reward_out_of_range" // reward value above the configured maximum
-	ReasonStagePanic     Reason = "stage_panic"      // a stage panicked; the panic was recovered
-	ReasonNoDestination  Reason = "no_destination"   // passed but no output topic is known
-	ReasonUnexplained    Reason = "unexplained"      // a user stage dead-lettered without saying why
+	ReasonStagePanic     Reason = "stage_panic"         // a stage panicked; the panic was recovered
+	ReasonNoDestination  Reason = "no_destination"      // passed but no output topic is known
+	ReasonUnexplained    Reason = "unexplained"         // a user stage dead-lettered without saying why
 )
 
 // Stage names of the decoder's RecordErrors (RecordError.Stage and the
