@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/throttler/throttler/internal/bytesconv"
+	"github.com/throttler/throttler/internal/lru"
 )
 
 // Framed records (Avro, Protobuf) are decoded by a plan compiled once per
@@ -54,9 +55,13 @@ type framedState struct {
 	// fields, time): their numbers need no text.
 	numOnly uint32
 
-	mu   sync.RWMutex
-	byID map[int]*schemaEntry
+	mu   sync.Mutex
+	byID *lru.Cache[int, *schemaEntry] // at most maxSchemas
 }
+
+// maxSchemas bounds the schema ids a decoder keeps plans of: the least
+// recently used goes first (and is compiled again if it comes back).
+const maxSchemas = 1024
 
 // schemaEntry is what a decoder made of one schema id.
 type schemaEntry struct {
@@ -69,7 +74,7 @@ type schemaEntry struct {
 // initFramed checks the options of framed formats and adds the extra paths.
 func (d *Decoder) initFramed() error {
 	c := d.cfg.framed
-	st := &framedState{cfg: c, byID: map[int]*schemaEntry{}}
+	st := &framedState{cfg: c, byID: lru.New[int, *schemaEntry](maxSchemas)}
 	for _, p := range c.extra {
 		if p != "" && d.ps.index(p) < 0 {
 			d.ps.add(p)
@@ -214,9 +219,9 @@ func (d *Decoder) planFor(fs *framedScan, id int, body []byte) (framedPlan, []by
 // entry returns what the decoder made of schema id, asking the Schemas the
 // first time.
 func (st *framedState) entry(id int, d *Decoder) (*schemaEntry, error) {
-	st.mu.RLock()
-	e := st.byID[id]
-	st.mu.RUnlock()
+	st.mu.Lock()
+	e, _ := st.byID.Get(id)
+	st.mu.Unlock()
 	if e != nil {
 		return e, nil
 	}
@@ -241,10 +246,10 @@ func (st *framedState) entry(id int, d *Decoder) (*schemaEntry, error) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if prev := st.byID[id]; prev != nil {
+	if prev, _ := st.byID.Get(id); prev != nil {
 		return prev, nil
 	}
-	st.byID[id] = e
+	st.byID.Put(id, e)
 	return e, nil
 }
 

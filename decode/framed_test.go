@@ -170,3 +170,25 @@ func TestFramedFaults(t *testing.T) {
 		t.Errorf("asked the registry %v times", s.asked)
 	}
 }
+
+// anySchema is a registry that has the same schema under every id.
+type anySchema struct{ s Schema }
+
+func (a anySchema) Schema(int) (Schema, error) { return a.s, nil }
+
+// TestFramedSchemasBounded decodes records of 3,000 distinct schema ids:
+// the decoder keeps the plans of at most maxSchemas of them, and decodes
+// every record.
+func TestFramedSchemasBounded(t *testing.T) {
+	d := framedDecoder(t, FormatAvro, anySchema{Schema{Format: FormatAvro, Text: avroTestSchema}})
+	sc := d.NewScan("t")
+	payload := avroEvent(t, nil)
+	for id := range 3000 {
+		if _, err := decodeOne(d, sc, frame(id+1, nil, payload)); err != nil {
+			t.Fatalf("id %d: %v", id+1, err)
+		}
+	}
+	if n := d.framed.byID.Len(); n > maxSchemas {
+		t.Fatalf("%d schema plans kept, at most %d", n, maxSchemas)
+	}
+}

@@ -17,6 +17,12 @@ const (
 	DefaultMinBackoff     = 100 * time.Millisecond
 	DefaultMaxBackoff     = 2 * time.Second
 	DefaultUnknownFor     = 10 * time.Second
+	// DefaultMaxIDs bounds the schema ids a source keeps (MaxIDs).
+	DefaultMaxIDs = 1024
+	// DefaultLookups is how many fetches of ids a source makes a second
+	// at most (Lookups), DefaultLookupBurst at once.
+	DefaultLookups     = 20
+	DefaultLookupBurst = 50
 )
 
 // ErrConfig is wrapped by New's errors about its arguments.
@@ -36,13 +42,17 @@ type cfg struct {
 	wait                   time.Duration
 	minBackoff, maxBackoff time.Duration
 	unknownFor             time.Duration
+	maxIDs                 int
+	lookups                float64
+	lookupBurst            int
 	now                    func() time.Time
 	log                    zerolog.Logger
 }
 
 func defaultCfg() cfg {
 	return cfg{requestTimeout: DefaultRequestTimeout, wait: DefaultWait, minBackoff: DefaultMinBackoff,
-		maxBackoff: DefaultMaxBackoff, unknownFor: DefaultUnknownFor, now: time.Now, log: zerolog.Nop()}
+		maxBackoff: DefaultMaxBackoff, unknownFor: DefaultUnknownFor, maxIDs: DefaultMaxIDs,
+		lookups: DefaultLookups, lookupBurst: DefaultLookupBurst, now: time.Now, log: zerolog.Nop()}
 }
 
 func (c *cfg) validate(urls []string) error {
@@ -55,6 +65,8 @@ func (c *cfg) validate(urls []string) error {
 		return fmt.Errorf("%w: backoff from %v to %v", ErrConfig, c.minBackoff, c.maxBackoff)
 	case c.now == nil:
 		return fmt.Errorf("%w: nil clock", ErrConfig)
+	case c.maxIDs < 1 || !(c.lookups > 0) || c.lookupBurst < 1:
+		return fmt.Errorf("%w: ids kept, lookups and their burst must be positive", ErrConfig)
 	}
 	return nil
 }
@@ -98,6 +110,22 @@ func Backoff(min, max time.Duration) Opt {
 // (10s).
 func UnknownFor(d time.Duration) Opt { return optFunc(func(c *cfg) { c.unknownFor = d }) }
 
+// MaxIDs bounds the schema ids the source keeps: what it fetched, and the
+// registry's answers that it has no such id. The least recently used id
+// goes first (a schema in use is fetched again if it went). Default
+// DefaultMaxIDs (1024).
+func MaxIDs(n int) Opt { return optFunc(func(c *cfg) { c.maxIDs = n }) }
+
+// Lookups bounds the fetches from the registry: perSecond on average,
+// burst at once. Records whose ids wait for a fetch are held (their
+// partition waits), as when the registry is slow: a stream of records
+// with distinct unknown ids makes at most perSecond requests a second,
+// not one per id at once. Default DefaultLookups (20) and
+// DefaultLookupBurst (50).
+func Lookups(perSecond float64, burst int) Opt {
+	return optFunc(func(c *cfg) { c.lookups, c.lookupBurst = perSecond, burst })
+}
+
 // WithClock sets the clock of backoffs. Default time.Now.
 func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now = now }) }
 
@@ -126,7 +154,7 @@ func (m *metrics) init() {
 		Help: "1 when the last fetch from the schema registry got an answer, 0 when it failed."})
 	m.up.Set(1)
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttler_schema_registry_requests_total",
-		Help: "Schema fetches from the registry, by result: ok, unknown (no such id), error."}, []string{"result"})
+		Help: "Schema fetches from the registry, by result: ok, unknown (no such id), error; and throttled: fetches put off because of Lookups."}, []string{"result"})
 	m.waits = prometheus.NewCounter(prometheus.CounterOpts{Name: "throttler_schema_waits_total",
 		Help: "Times a record was held (its partition paused, nothing dead-lettered) because its schema could not be had yet."})
 	m.cached = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_schemas_cached",

@@ -20,8 +20,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/sr"
+	"golang.org/x/time/rate"
 
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/internal/lru"
 )
 
 // Source is a decode.Schemas of a schema registry. It is safe for
@@ -32,7 +34,8 @@ type Source struct {
 	m   metrics
 
 	mu        sync.Mutex
-	ids       map[int]*entry
+	ids       *lru.Cache[int, *entry]
+	lookups   *rate.Limiter
 	down      bool
 	downSince time.Time
 	lastErr   error
@@ -71,7 +74,7 @@ func New(urls []string, opts ...Opt) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	s := &Source{cfg: c, cl: cl, ids: map[int]*entry{}}
+	s := &Source{cfg: c, cl: cl, ids: lru.New[int, *entry](c.maxIDs), lookups: rate.NewLimiter(rate.Limit(c.lookups), c.lookupBurst)}
 	s.m.init()
 	return s, nil
 }
@@ -98,6 +101,9 @@ func (u *unavailable) RetryAfter() time.Duration { return u.after }
 // errFetching is the cause while the first fetch of an id is in flight.
 var errFetching = errors.New("still fetching")
 
+// errThrottled is the cause while fetches wait for Lookups.
+var errThrottled = errors.New("too many ids to look up at once: waiting (Lookups)")
+
 // Schema returns the schema of id (decode.Schemas). Callers wait for a
 // fetch until Wait after it started (together: a slow registry holds each
 // partition once, not at every retry); a fetch that takes longer goes on
@@ -105,16 +111,28 @@ var errFetching = errors.New("still fetching")
 // backoff ends, the answer is an error with RetryAfter.
 func (s *Source) Schema(id int) (decode.Schema, error) {
 	s.mu.Lock()
-	e := s.ids[id]
-	if e == nil {
+	e, known := s.ids.Get(id)
+	if !known {
 		e = &entry{}
-		s.ids[id] = e
 	}
 	if sch, err, done := s.answer(id, e, false); done {
 		s.mu.Unlock()
 		return sch, err
 	}
 	if e.fetching == nil {
+		now := s.cfg.now()
+		if r := s.lookups.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+			r.CancelAt(now)
+			s.m.requests.WithLabelValues("throttled").Inc()
+			s.m.waits.Inc()
+			s.mu.Unlock()
+			return decode.Schema{}, &unavailable{id: id, after: max(s.cfg.minBackoff, time.Duration(float64(time.Second)/s.cfg.lookups)), err: errThrottled}
+		}
+		if !known {
+			if old, evicted := s.ids.Put(id, e); evicted && old.ok {
+				s.m.cached.Dec()
+			}
+		}
 		e.fetching, e.waitEnd = make(chan struct{}), time.Now().Add(s.cfg.wait)
 		go s.fetch(id, e, e.fetching)
 	}

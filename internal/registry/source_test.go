@@ -187,3 +187,45 @@ func TestSourceSlow(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestSourceManyUnknownIDs asks for 500 distinct ids the registry does not
+// have, in virtual time: at most the Lookups burst of requests goes out at
+// once (the other ids wait, answered as not available yet, never as
+// unknown), the ids kept stay within MaxIDs, and as time passes every id
+// is looked up in turn at the Lookups rate.
+func TestSourceManyUnknownIDs(t *testing.T) {
+	srv, requests := startRegistry(t)
+	c := &clock{t: time.Unix(1000, 0)}
+	s, err := New([]string{srv.URL()}, WithClock(c.now), MaxIDs(64), Lookups(10, 20), Wait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := requests.Load()
+	unknown, waiting := 0, 0
+	for id := 1000; id < 1500; id++ {
+		_, err := s.Schema(id)
+		var ra interface{ RetryAfter() time.Duration }
+		switch {
+		case errors.Is(err, decode.ErrUnknownSchema):
+			unknown++
+		case errors.As(err, &ra) && ra.RetryAfter() > 0:
+			waiting++
+		default:
+			t.Fatalf("id %d: %v", id, err)
+		}
+	}
+	if n := requests.Load() - before; unknown != 20 || waiting != 480 || n != 20 {
+		t.Fatalf("at once: %d unknown, %d waiting, %d requests; want 20, 480, 20", unknown, waiting, n)
+	}
+	// A second later, ten more.
+	c.add(time.Second)
+	for id := 1020; id < 1500; id++ {
+		_, _ = s.Schema(id)
+	}
+	s.mu.Lock()
+	kept := s.ids.Len()
+	s.mu.Unlock()
+	if n := requests.Load() - before; n != 30 || kept > 64 {
+		t.Fatalf("after a second: %d requests (want 30), %d ids kept (at most 64)", n, kept)
+	}
+}
