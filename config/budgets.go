@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/throttler/throttler/flow"
@@ -113,6 +114,15 @@ func (v *checker) budgetTime(p string, b Budget) {
 			v.add(p+".reserve", "applies to begin/end budgets only, not to period budgets")
 		}
 		return
+	}
+	for _, t := range []struct {
+		field string
+		at    time.Time
+	}{{"begin", b.Begin}, {"end", b.End}} {
+		if reason := flow.CheckTime(t.at); !t.at.IsZero() && reason != "" {
+			v.add(p+"."+t.field, reason)
+			return
+		}
 	}
 	switch {
 	case b.Begin.IsZero():

@@ -205,11 +205,21 @@ const (
 	KindRewards Kind = "rewards"
 )
 
-// HTTP configures the metrics and health endpoint.
+// HTTP configures the metrics and health endpoint (docs/operations.md,
+// HTTP endpoints).
 type HTTP struct {
-	// Listen is the host:port to listen on; the host may be empty for all
-	// interfaces. Default ":9090".
+	// Listen is the host:port to listen on; the host may be empty (or
+	// 0.0.0.0) for all interfaces. Default "127.0.0.1:9090": loopback
+	// only.
 	Listen string `yaml:"listen"`
+	// AllowedHosts are the names (without port) the server may be
+	// reached by, besides localhost and IP addresses: a request naming
+	// another host is refused, against DNS rebinding. Optional.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// TLS makes the server speak HTTPS only. Optional.
+	TLS HTTPTLS `yaml:"tls"`
+	// Auth makes /metrics require credentials. Optional.
+	Auth HTTPAuth `yaml:"auth"`
 }
 
 // LogFormats are the values of log.format; internal/logx writes them.

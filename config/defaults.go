@@ -8,7 +8,7 @@ const (
 	DefaultDelivery       = DeliveryExactlyOnce
 	DefaultSyncInterval   = time.Second
 	DefaultCommitInterval = 100 * time.Millisecond
-	DefaultHTTPListen     = ":9090"
+	DefaultHTTPListen     = "127.0.0.1:9090"
 	DefaultLogFormat      = "json"
 	DefaultLogLevel       = "info"
 	// DefaultPartitions is the partition count of created topics when

@@ -31,7 +31,7 @@ func TestParseMinimalAppliesDefaults(t *testing.T) {
 	if c.Group != DefaultGroup || c.Topics.DeadLetter != "throttler.dead-letter" || c.Topics.Stats != "throttler.stats" ||
 		c.Topics.Checkpoints != "throttler.checkpoints" || c.Delivery != DeliveryExactlyOnce ||
 		c.SyncInterval != time.Second || c.CommitInterval != 100*time.Millisecond ||
-		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != ":9090" || c.Log.Format != "json" || c.Log.Level != "info" {
+		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != "127.0.0.1:9090" || c.Log.Format != "json" || c.Log.Level != "info" {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 	// Derived topic names follow the group.

@@ -65,7 +65,7 @@ func (c *Config) Validate() error {
 		v.add(p.Path, p.Reason)
 	}
 	v.variantLimits(c)
-	v.hostPort("http.listen", c.HTTP.Listen, true)
+	v.httpSection(c.HTTP)
 	if !slices.Contains(LogFormats, c.Log.Format) {
 		v.add("log.format", fmt.Sprintf("must be %q or %q, got %q", LogFormats[0], LogFormats[1], c.Log.Format))
 	}

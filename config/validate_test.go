@@ -224,7 +224,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 	if c.Topics.Stats != "throttler.stats" || c.Topics.DeadLetter != "throttler.dead-letter" ||
 		c.Topics.Checkpoints != "throttler.checkpoints" || c.SyncInterval != time.Second ||
 		c.CommitInterval != 100*time.Millisecond || c.Delivery != DeliveryExactlyOnce ||
-		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != ":9090" || c.Log != (Log{"json", "info"}) {
+		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != "127.0.0.1:9090" || c.Log != (Log{"json", "info"}) {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/throttler/throttler/internal/httpguard"
 )
 
 // Health is what the HTTP server asks about liveness and readiness; a nil
@@ -18,6 +19,31 @@ type Health interface {
 	Ready() error
 }
 
+// HTTPSecurity guards the worker's HTTP server (HTTPGuard). The zero value
+// is plain HTTP without authentication, answering requests that name the
+// server by an IP address or a loopback name only.
+type HTTPSecurity struct {
+	// AllowedHosts are more names the server may be reached by (a
+	// request naming another is refused, against DNS rebinding).
+	AllowedHosts []string
+	// User and Password (HTTP basic), or Token (bearer), or both, make
+	// /metrics require credentials; /livez and /readyz stay open.
+	User, Password, Token string
+	// CertFile and KeyFile make the server speak TLS only.
+	CertFile, KeyFile string
+}
+
+func (s HTTPSecurity) options() (httpguard.Options, error) {
+	o := httpguard.Options{AllowedHosts: s.AllowedHosts, CertFile: s.CertFile, KeyFile: s.KeyFile, Open: []string{"/livez", "/readyz"}}
+	if s.User != "" || s.Password != "" || s.Token != "" {
+		o.Auth = &httpguard.Auth{User: s.User, Password: s.Password, Token: s.Token}
+		if err := o.Auth.Check(); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
 // HTTPServer serves /metrics, /livez and /readyz.
 type HTTPServer struct {
 	ln  net.Listener
@@ -25,9 +51,14 @@ type HTTPServer struct {
 }
 
 // NewHTTPServer listens on addr (":0" picks a free port) at once, so that
-// Addr is known before Serve.
-func NewHTTPServer(addr string, g prometheus.Gatherer, h Health) (*HTTPServer, error) {
-	ln, err := net.Listen("tcp", addr)
+// Addr is known before Serve. The server has the timeouts, headers and
+// Host check of internal/httpguard, and sec's TLS and credentials.
+func NewHTTPServer(addr string, g prometheus.Gatherer, h Health, sec HTTPSecurity) (*HTTPServer, error) {
+	o, err := sec.options()
+	if err != nil {
+		return nil, &ConfigError{Option: "HTTPGuard", Reason: err.Error()}
+	}
+	ln, err := httpguard.Listen(addr, o)
 	if err != nil {
 		return nil, &ConfigError{Option: "HTTPListen", Reason: err.Error()}
 	}
@@ -46,7 +77,7 @@ func NewHTTPServer(addr string, g prometheus.Gatherer, h Health) (*HTTPServer, e
 	}
 	mux.Handle("/livez", probe(h.Live))
 	mux.Handle("/readyz", probe(h.Ready))
-	return &HTTPServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+	return &HTTPServer{ln: ln, srv: httpguard.Server(mux, o)}, nil
 }
 
 // Addr returns the address the server listens on.

@@ -108,6 +108,7 @@ type cfg struct {
 	registry         *prometheus.Registry
 	now              func() time.Time
 	listen           string
+	httpSec          HTTPSecurity
 	ensureTopics     bool
 	caps             *capsCfg
 	variantLimits    []pipeline.VariantLimit
@@ -333,6 +334,11 @@ func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now =
 // HTTPListen makes the worker serve /metrics, /livez and /readyz on addr
 // (":0" picks a free port; see Worker.HTTPAddr). Default "": no server.
 func HTTPListen(addr string) Opt { return optFunc(func(c *cfg) { c.listen = addr }) }
+
+// HTTPGuard sets the TLS, credentials and allowed host names of the
+// HTTP server (HTTPListen). Default: plain HTTP without credentials,
+// answering IP addresses and loopback names only.
+func HTTPGuard(s HTTPSecurity) Opt { return optFunc(func(c *cfg) { c.httpSec = s }) }
 
 // EnsureTopics makes Run create the stats topic (and the caps' changelog,
 // the control topic and the output topics) when they are missing

@@ -172,7 +172,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	w.parks.init(w.reg)
 	w.onProduced = w.produced
 	if c.listen != "" {
-		if w.http, err = NewHTTPServer(c.listen, w.reg, w); err != nil {
+		if w.http, err = NewHTTPServer(c.listen, w.reg, w, c.httpSec); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Limits of a budget's definition. They are checked here, for every way a
@@ -30,6 +31,22 @@ const (
 	// reward budget at once.
 	DefaultMaxReward = 1e6
 )
+
+// MinTime and MaxTime bound a budget's begin and end: instants every tool
+// can print (RFC 3339 and JSON hold the years 0 to 9999).
+var (
+	MinTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+// CheckTime returns why t (set) is not a valid begin or end, "" when it is
+// one.
+func CheckTime(t time.Time) string {
+	if t.Before(MinTime) || t.After(MaxTime) {
+		return fmt.Sprintf("must be between %s and %s, got %s", MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339), t.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
 
 // CheckTarget returns why t is not a valid target, "" when it is one.
 func CheckTarget(t float64) string {

@@ -77,6 +77,10 @@ func validateBudget(b Budget) error {
 		return bad("name", fmt.Sprintf("is %d bytes long, more than %d", len(b.Name), MaxNameBytes))
 	case CheckTarget(b.Target) != "":
 		return bad("target", CheckTarget(b.Target))
+	case !b.Begin.IsZero() && CheckTime(b.Begin) != "":
+		return bad("begin", CheckTime(b.Begin))
+	case !b.End.IsZero() && CheckTime(b.End) != "":
+		return bad("end", CheckTime(b.End))
 	case b.Reserve < 0:
 		return bad("reserve", "must not be negative")
 	case b.Period < 0:

@@ -16,11 +16,19 @@ import (
 
 var brokerCmd = &command{
 	name:    "broker",
-	summary: "run the embedded Kafka broker (kfake) until interrupted",
+	summary: "run the embedded Kafka broker (kfake) until interrupted: for demos and tests, not production",
 	doc: `Runs kfake, a Kafka-protocol broker written in Go, as a standalone process
 until SIGINT or SIGTERM. Prints the address clients should use (host:port,
 with the real port when -addr asks for port 0) on one line of stdout once
 the broker answers; logs go to stderr.
+
+It is the embedded default for the demo, the tests and trying throttler out,
+NOT a production broker: one node, no replication, no ACLs, and kfake
+differs from Kafka in places (docs/kafka-notes.md). Run throttler against
+Apache Kafka in production (docs/operations.md).
+
+The data dir is made readable by this user only (mode 0700), and the files
+the broker writes get mode 0600.
 
 With -data-dir the broker keeps its topics, records, groups and
 transactions on disk and reloads them on the next start; without it
@@ -46,6 +54,9 @@ then compacts them before timing 'throttler status'.`,
 		tlsKey := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")
 		compaction := fs.Duration("compaction-interval", broker.DefaultCompactionInterval, "how often compacted topics are compacted (log.cleaner.backoff.ms)")
 		return func(ctx context.Context, e *env) error {
+			if users.err != nil {
+				return users.err
+			}
 			host, _, err := net.SplitHostPort(*addr)
 			if err != nil {
 				return badFlag("addr", "want host:port, got %q", *addr)
@@ -66,7 +77,7 @@ then compacts them before timing 'throttler status'.`,
 				if st, err := os.Stat(*dir); err == nil && !st.IsDir() {
 					return badFlag("data-dir", "%s is not a directory", *dir)
 				}
-				if err := os.MkdirAll(*dir, 0o755); err != nil {
+				if err := os.MkdirAll(*dir, 0o700); err != nil {
 					return badFlag("data-dir", "%v", err)
 				}
 			}
@@ -75,6 +86,7 @@ then compacts them before timing 'throttler status'.`,
 					return badFlag(name, "cannot read: %v", err)
 				}
 			}
+			privateFiles() // the broker's files hold the deployment's events
 			opts := []broker.Opt{
 				broker.Addr(*addr),
 				broker.Partitions(int32(*parts)),
@@ -90,8 +102,8 @@ then compacts them before timing 'throttler status'.`,
 			if *dir != "" {
 				opts = append(opts, broker.DataDir(*dir))
 			}
-			if len(users) > 0 {
-				opts = append(opts, broker.Users(users...))
+			if len(users.users) > 0 {
+				opts = append(opts, broker.Users(users.users...))
 			}
 			if *tlsCert != "" {
 				opts = append(opts, broker.TLS(*tlsCert, *tlsKey))

@@ -46,9 +46,14 @@ the consumer group until SIGINT or SIGTERM. On the signal the worker
 finishes the records in flight, commits, leaves the group and the command
 exits 0.
 
--http overrides http.listen (":0" picks a free port). The address the
-metrics and health server (/metrics, /livez, /readyz) is bound to is logged
-at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
+-http overrides http.listen (default 127.0.0.1:9090, loopback only; ":0"
+picks a free port; "0.0.0.0:9090" listens on every interface, then see
+docs/operations.md, HTTP endpoints, for TLS, credentials and
+http.allowed_hosts). The address the metrics and health server (/metrics,
+/livez, /readyz) is bound to is logged at startup:
+{"msg":"http listening","addr":"127.0.0.1:43211",...}. A secret file the
+config names (a key, a password, a token) that its group or others can
+read gets a warning.
 -log-format and -log-level, when given, override the config's log section.`,
 	setup: func(fs *flag.FlagSet) action {
 		path := fs.String("config", "", "config `file` (required)")
@@ -96,6 +101,9 @@ at startup: {"msg":"http listening","addr":"127.0.0.1:43211",...}.
 			}
 			for _, d := range cfg.Deprecated() {
 				log.Warn().Str("path", d.Path).Int("line", d.Line).Msg(d.Reason)
+			}
+			for _, w := range cfg.SecretWarnings() {
+				log.Warn().Msg(w)
 			}
 			return runWorker(ctx, log, cfg, *connect, extra...)
 		}

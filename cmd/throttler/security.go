@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 type kafkaFlags struct {
 	brokers *[]string
 	sec     config.Security
+	warned  bool // the secret files' warnings were printed
 }
 
 // securityFlagOf maps a field of config.Security (as its problems name
@@ -99,6 +101,14 @@ func (k *kafkaFlags) opts() ([]kgo.Opt, error) {
 	if err := checkSecurity(k.sec); err != nil {
 		return nil, err
 	}
+	if !k.warned {
+		k.warned = true
+		for _, path := range []string{k.sec.TLS.KeyFile, k.sec.SASL.PasswordFile} {
+			if w := config.SecretFileWarning(path); w != "" {
+				fmt.Fprintln(os.Stderr, "throttler: warning:", w)
+			}
+		}
+	}
 	opts, err := kafkaconn.Opts(*k.brokers, k.sec)
 	if p, ok := err.(*config.FieldProblem); ok {
 		return nil, securityFlagError(p)
@@ -117,24 +127,32 @@ func checkFatal(ctx context.Context, opts []kgo.Opt) error {
 }
 
 // saslUsersFlag is the repeatable -sasl-user flag of `throttler broker`:
-// MECHANISM:USER:PASSWORD.
-type saslUsersFlag []broker.SASLUser
+// MECHANISM:USER:PASSWORD. Its value holds a password, so that neither
+// Set's error nor the flag package (which quotes the value of a flag
+// whose Set fails) may echo it: Set keeps the problem, and the command
+// reports it (err) without the value.
+type saslUsersFlag struct {
+	users []broker.SASLUser
+	err   error // the first value that did not parse
+}
 
 func (f *saslUsersFlag) String() string { return "" }
 
 func (f *saslUsersFlag) Set(s string) error {
 	parts := strings.SplitN(s, ":", 3)
+	bad := func(reason string) error {
+		if f.err == nil {
+			f.err = badFlag("sasl-user", "value %d: %s (the value is not shown: it holds a password)", len(f.users)+1, reason)
+		}
+		return nil
+	}
 	if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
-		return fmt.Errorf("want MECHANISM:USER:PASSWORD, got %q", s)
+		return bad("want MECHANISM:USER:PASSWORD")
 	}
 	mech := strings.ToUpper(parts[0])
-	known := false
-	for _, m := range config.SASLMechanisms {
-		known = known || m == mech
+	if !slices.Contains(config.SASLMechanisms, mech) {
+		return bad("the mechanism must be one of " + strings.Join(config.SASLMechanisms, ", "))
 	}
-	if !known {
-		return fmt.Errorf("mechanism %q: want one of %s", parts[0], strings.Join(config.SASLMechanisms, ", "))
-	}
-	*f = append(*f, broker.SASLUser{Mechanism: mech, User: parts[1], Password: parts[2]})
+	f.users = append(f.users, broker.SASLUser{Mechanism: mech, User: parts[1], Password: parts[2]})
 	return nil
 }

@@ -150,6 +150,14 @@ func workerOpts(c *config.Config, sp *splitter.Splitter, limits []pipeline.Varia
 		consumer.RewardPaths(rewardBudget, c.Rewards.Value),
 		consumer.HTTPListen(c.HTTP.Listen),
 	}
+	if h := c.HTTP; len(h.AllowedHosts) > 0 || h.TLS.CertFile != "" || h.Auth.On() {
+		password, token, p := h.Auth.Resolve()
+		if p != nil {
+			return nil, fmt.Errorf("http.auth.%s: %s", p.Field, p.Reason)
+		}
+		all = append(all, consumer.HTTPGuard(consumer.HTTPSecurity{AllowedHosts: h.AllowedHosts, User: h.Auth.User, Password: password,
+			Token: token, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile}))
+	}
 	if c.Rewards.MaxValue > 0 {
 		all = append(all, consumer.MaxReward(c.Rewards.MaxValue))
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -50,6 +51,16 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 		return nil, err // before listening: bad options start nothing
 	}
 	if c.dataDir != "" {
+		// The records are the deployment's events: readable by this
+		// user only (kfake makes its files 0644 within; the directory's
+		// mode keeps others out, and `throttler broker` sets a umask
+		// that makes them 0600 too).
+		if err := os.MkdirAll(c.dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("broker: data dir: %w", err)
+		}
+		if err := os.Chmod(c.dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("broker: data dir: %w", err)
+		}
 		// Before anyone connects: see recoverDataDir.
 		if err := recoverDataDir(ctx, &c); err != nil {
 			return nil, err

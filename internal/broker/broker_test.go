@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,5 +160,24 @@ func TestOptionErrors(t *testing.T) {
 	b := start(t)
 	if _, err := Start(ctx, Addr(b.Addr())); err == nil || !strings.Contains(err.Error(), b.Addr()) {
 		t.Errorf("second broker on %s: %v", b.Addr(), err)
+	}
+}
+
+// TestDataDirPrivate: the data dir is readable by its user only, whether
+// the broker makes it or it existed with a wider mode.
+func TestDataDirPrivate(t *testing.T) {
+	for _, dir := range []string{filepath.Join(t.TempDir(), "new"), t.TempDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b := start(t, DataDir(dir))
+		b.Close()
+		st, err := os.Stat(dir)
+		if err != nil || st.Mode().Perm() != 0o700 {
+			t.Fatalf("data dir %s: mode %v (%v), want 0700", dir, st.Mode().Perm(), err)
+		}
 	}
 }

@@ -229,6 +229,7 @@ func budget(d flow.Budget, reps []flow.Report, now time.Time) Budget {
 	if d.Target > 0 {
 		b.Deviation = (b.Achieved - b.Ideal) / d.Target
 	}
+	b.finite()
 	return b
 }
 
@@ -282,6 +283,7 @@ func experiment(src Source, e stats.ExperimentDef, now time.Time) Experiment {
 	}
 	x.SRM = srm(keys, weights)
 	x.SRMEvents = srm(events, weights)
+	x.finite()
 	return x
 }
 

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package main
+
+// privateFiles does nothing where there is no umask.
+func privateFiles() {}
