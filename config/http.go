@@ -123,3 +123,15 @@ func (c *Config) SecretWarnings() []string {
 	}
 	return out
 }
+
+// CheckHTTP returns the first problem of an http section checked on its
+// own (as Validate checks a config's), nil when there is none: for
+// commands that take the section as flags.
+func CheckHTTP(h HTTP) *Problem {
+	v := &checker{}
+	v.httpSection(h)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &v.problems[0]
+}

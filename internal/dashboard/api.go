@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttler/throttler/internal/httpguard"
 	"github.com/throttler/throttler/internal/status"
 )
+
+// streamWriteTimeout bounds each write of an event stream.
+const streamWriteTimeout = 30 * time.Second
 
 // APIVersion is the version of the JSON API, the v1 of its paths. Within a
 // version fields are only added; a change of meaning or a removal is a new
@@ -96,10 +100,18 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// writeJSON answers v as JSON; when v does not encode (a figure that is
+// not finite slipped through), it answers 500 with the error, never a 200
+// without a body.
 func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "encoding the answer: %v", err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func apiError(w http.ResponseWriter, code int, format string, args ...any) {
@@ -217,7 +229,7 @@ func deviation(b *status.Budget, achieved float64, t time.Time) float64 {
 	if b.Target <= 0 {
 		return 0
 	}
-	return (achieved - b.IdealAt(t)) / b.Target
+	return status.Finite((achieved - b.IdealAt(t)) / b.Target)
 }
 
 // detail returns a budget's detail, pinning its curve.
@@ -239,11 +251,11 @@ func (s *Server) detail(name string) (BudgetDetail, bool) {
 	s.mu.Unlock()
 	for _, p := range pts {
 		t := s.hist.at(p.t)
-		d.Curve = append(d.Curve, CurvePoint{T: t, Achieved: float64(p.a), Passes: float64(p.p), Ideal: b.IdealAt(t), Deviation: deviation(&b.Budget, float64(p.a), t)})
+		d.Curve = append(d.Curve, CurvePoint{T: t, Achieved: float64(p.a), Passes: float64(p.p), Ideal: status.Finite(b.IdealAt(t)), Deviation: deviation(&b.Budget, float64(p.a), t)})
 	}
 	for _, t := range []time.Time{b.Start, b.Due(), b.Finish} {
 		if n := len(d.Ideal); n == 0 || t.After(d.Ideal[n-1].T) {
-			d.Ideal = append(d.Ideal, IdealPoint{T: t, Ideal: b.IdealAt(t)})
+			d.Ideal = append(d.Ideal, IdealPoint{T: t, Ideal: status.Finite(b.IdealAt(t))})
 		}
 	}
 	return d, true
@@ -266,7 +278,7 @@ func (s *Server) getChart(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = writeChart(w, &d)
+	_ = writeChart(r.Context(), w, &d)
 }
 
 func (s *Server) listExperiments(w http.ResponseWriter, _ *http.Request) {
@@ -297,19 +309,34 @@ func (s *Server) listWorkers(w http.ResponseWriter, _ *http.Request) {
 // events streams one server-sent event per sample ("sample", data
 // {"seq":N,"at":T}), the newest at once on connecting, and a comment every
 // 15 s so that proxies keep the stream open.
+//
+// At most MaxStreams streams are open at once (an event stream holds a
+// connection for as long as its page is open): one more is refused with
+// 503. A stream lifts the server's write timeout for itself
+// (httpguard.StreamDeadline), giving each write streamWriteTimeout: a
+// client that stops reading is cut then.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		apiError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
+	if n := s.streams.Add(1); n > int64(s.cfg.maxStreams) {
+		s.streams.Add(-1)
+		w.Header().Set("Retry-After", "10")
+		apiError(w, http.StatusServiceUnavailable, "too many event streams open (at most %d)", s.cfg.maxStreams)
+		return
+	}
+	defer s.streams.Add(-1)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	httpguard.StreamDeadline(w, streamWriteTimeout)
 	fmt.Fprint(w, "retry: 2000\n\n")
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	var sent uint64
 	for next := s.next(); ; {
+		httpguard.StreamDeadline(w, streamWriteTimeout)
 		if snap := s.snap.Load(); snap.seq != sent {
 			sent = snap.seq
 			fmt.Fprintf(w, "event: sample\ndata: {\"seq\":%d,\"at\":%q}\n\n", snap.seq, snap.st.At.Format(time.RFC3339Nano))
@@ -323,6 +350,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-next:
 			next = s.next()
 		case <-ping.C:
+			httpguard.StreamDeadline(w, streamWriteTimeout)
 			fmt.Fprint(w, ": ping\n\n")
 			fl.Flush()
 		}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"html"
 	"io"
@@ -48,15 +49,32 @@ func (p panel) x(t time.Time) float64 {
 }
 
 func (p panel) y(v float64) float64 {
-	if p.v1 == p.v0 {
+	f := (v - p.v0) / (p.v1 - p.v0)
+	if p.v1 == p.v0 || math.IsNaN(f) {
 		return p.y0 + p.h
 	}
-	f := (v - p.v0) / (p.v1 - p.v0)
 	return p.y0 + p.h*(1-math.Min(1.02, math.Max(-0.02, f)))
 }
 
-// writeChart draws a budget's chart.
-func writeChart(out io.Writer, d *BudgetDetail) error {
+// maxAxis bounds the values a chart's axes span: figures past it (which
+// no budget within flow's limits reaches) are drawn at its edge.
+const maxAxis = 1e300
+
+// axis returns v within ±maxAxis, NaN as 0.
+func axis(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return math.Max(-maxAxis, math.Min(maxAxis, v))
+}
+
+// maxGridLines bounds the grid lines of a panel (four or five are drawn).
+const maxGridLines = 12
+
+// writeChart draws a budget's chart; it stops, with ctx's error, when ctx
+// ends (the client left). Its work follows the curve's points, whatever
+// the figures: every loop is bounded by the data's size.
+func writeChart(ctx context.Context, out io.Writer, d *BudgetDetail) error {
 	w := bufio.NewWriter(out)
 	b := &d.Budget
 	rewards := b.Kind == "rewards"
@@ -74,34 +92,37 @@ func writeChart(out io.Writer, d *BudgetDetail) error {
 	w.WriteString(chartStyle)
 
 	top := float64(topPad)
-	vmax := b.Target
+	vmax := axis(b.Target)
 	for _, c := range d.Curve {
-		vmax = math.Max(vmax, c.Achieved)
+		vmax = math.Max(vmax, axis(c.Achieved))
 	}
 	main := panel{x0: padL, y0: top, w: chartW - padL - padR, h: mainH, t0: t0, t1: t1, v0: 0, v1: vmax * 1.08}
-	mainPanel(w, main, d)
+	mainPanel(ctx, w, main, d)
 
 	top += mainH + panelGap
 	dmax := 2 * Band
 	for _, c := range d.Curve {
-		dmax = math.Max(dmax, math.Abs(c.Deviation)*1.15)
+		dmax = math.Max(dmax, math.Abs(axis(c.Deviation))*1.15)
 	}
 	dev := panel{x0: padL, y0: top, w: main.w, h: devH, t0: t0, t1: t1, v0: -dmax, v1: dmax}
-	devPanel(w, dev, d)
+	devPanel(ctx, w, dev, d)
 
 	if rewards {
 		top += devH + panelGap
 		rmax := 0.0
 		for _, c := range d.Curve {
 			if c.Passes > 0 {
-				rmax = math.Max(rmax, c.Achieved/c.Passes)
+				rmax = math.Max(rmax, axis(c.Achieved/c.Passes))
 			}
 		}
 		rp := panel{x0: padL, y0: top, w: main.w, h: rewardH, t0: t0, t1: t1, v0: 0, v1: math.Max(rmax*1.15, 0.01)}
-		rewardPanel(w, rp, d)
+		rewardPanel(ctx, w, rp, d)
 	}
 	timeAxis(w, dev, float64(height-bottomPad+18))
 	w.WriteString(`</svg>`)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return w.Flush()
 }
 
@@ -123,7 +144,7 @@ const chartStyle = `<style>
 </style>`
 
 // mainPanel draws achieved against the ideal course and its band.
-func mainPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
+func mainPanel(ctx context.Context, w *bufio.Writer, p panel, d *BudgetDetail) {
 	b := &d.Budget
 	grid(w, p, func(v float64) string { return count(v) })
 	fmt.Fprintf(w, `<text class="head" x="%d" y="%.1f">%s against the ideal course, ±%g%% of the target</text>`,
@@ -145,7 +166,7 @@ func mainPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
 		cls = ` class="off"`
 	}
 	fmt.Fprintf(w, `<g%s>`, cls)
-	line(w, "achieved", p, d.Curve, func(c CurvePoint) float64 { return c.Achieved })
+	line(ctx, w, "achieved", p, d.Curve, func(c CurvePoint) float64 { return c.Achieved })
 	if n := len(d.Curve); n > 0 {
 		last := d.Curve[n-1]
 		fmt.Fprintf(w, `<circle class="dot" cx="%.1f" cy="%.1f" r="4"><title>%s achieved at %s</title></circle>`,
@@ -157,7 +178,7 @@ func mainPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
 }
 
 // devPanel draws the deviation over time.
-func devPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
+func devPanel(ctx context.Context, w *bufio.Writer, p panel, d *BudgetDetail) {
 	grid(w, p, func(v float64) string { return fmt.Sprintf("%+.1f%%", 100*v) })
 	fmt.Fprintf(w, `<text class="head" x="%d" y="%.1f">Deviation from the ideal course, in parts of the target</text>`, padL, p.y0-9)
 	fmt.Fprintf(w, `<rect class="band" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, p.x0, p.y(Band), p.w, p.y(-Band)-p.y(Band))
@@ -166,12 +187,12 @@ func devPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
 	if d.Budget.OffCourse() {
 		cls += " off"
 	}
-	line(w, cls, p, d.Curve, func(c CurvePoint) float64 { return c.Deviation })
+	line(ctx, w, cls, p, d.Curve, func(c CurvePoint) float64 { return c.Deviation })
 	nowLine(w, p, d.At)
 }
 
 // rewardPanel draws rewards per pass over time.
-func rewardPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
+func rewardPanel(ctx context.Context, w *bufio.Writer, p panel, d *BudgetDetail) {
 	grid(w, p, func(v float64) string { return fmt.Sprintf("%.3g", v) })
 	fmt.Fprintf(w, `<text class="head" x="%d" y="%.1f">Rewards per pass</text>`, padL, p.y0-9)
 	var pts []CurvePoint
@@ -180,16 +201,20 @@ func rewardPanel(w *bufio.Writer, p panel, d *BudgetDetail) {
 			pts = append(pts, c)
 		}
 	}
-	line(w, "reward", p, pts, func(c CurvePoint) float64 { return c.Achieved / c.Passes })
+	line(ctx, w, "reward", p, pts, func(c CurvePoint) float64 { return c.Achieved / c.Passes })
 	nowLine(w, p, d.At)
 }
 
-func line(w *bufio.Writer, cls string, p panel, pts []CurvePoint, v func(CurvePoint) float64) {
+// line draws a polyline of pts; it stops early when ctx ends.
+func line(ctx context.Context, w *bufio.Writer, cls string, p panel, pts []CurvePoint, v func(CurvePoint) float64) {
 	if len(pts) == 0 {
 		return
 	}
 	fmt.Fprintf(w, `<polyline class="%s" points="`, cls)
 	for i, c := range pts {
+		if i%512 == 511 && ctx.Err() != nil {
+			break
+		}
 		if i > 0 {
 			w.WriteByte(' ')
 		}
@@ -209,7 +234,8 @@ func nowLine(w *bufio.Writer, p panel, now time.Time) {
 // grid draws the value grid lines and labels of a panel.
 func grid(w *bufio.Writer, p panel, label func(float64) string) {
 	step := niceStep((p.v1 - p.v0) / 4)
-	for v := math.Ceil(p.v0/step) * step; v <= p.v1+step/1e6; v += step {
+	v := math.Ceil(p.v0/step) * step
+	for i := 0; i < maxGridLines && v <= p.v1+step/1e6; i, v = i+1, v+step {
 		y := p.y(v)
 		fmt.Fprintf(w, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, p.x0, p.x0+p.w, y, y)
 		fmt.Fprintf(w, `<text class="axis" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, p.x0-8, y+4, label(v))

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/throttler/throttler/internal/httpguard"
 	"github.com/throttler/throttler/internal/status"
 	"github.com/throttler/throttler/stats"
 )
@@ -35,6 +36,7 @@ const (
 	DefaultSampleEvery = time.Second
 	DefaultMaxPoints   = 2_000_000
 	DefaultStaleAfter  = 15 * time.Second
+	DefaultMaxStreams  = 64
 	// Band is the tolerance band around the ideal course, in parts of
 	// the target: a budget outside it is off course.
 	Band = 0.01
@@ -53,10 +55,12 @@ type cfg struct {
 	sampleEvery time.Duration
 	maxPoints   int
 	staleAfter  time.Duration
+	maxStreams  int
+	guard       httpguard.Options
 }
 
 func defaultCfg() cfg {
-	return cfg{now: time.Now, sampleEvery: DefaultSampleEvery, maxPoints: DefaultMaxPoints, staleAfter: DefaultStaleAfter}
+	return cfg{now: time.Now, sampleEvery: DefaultSampleEvery, maxPoints: DefaultMaxPoints, staleAfter: DefaultStaleAfter, maxStreams: DefaultMaxStreams}
 }
 
 // Topic names the stats topic in the page and the API. Default "".
@@ -77,6 +81,20 @@ func MaxPoints(n int) Opt { return optFunc(func(c *cfg) { c.maxPoints = n }) }
 // oldest source's report is that old. Default 15s.
 func StaleAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.staleAfter = d }) }
 
+// MaxStreams bounds the event streams (GET /api/v1/events) open at once;
+// one more is refused (503). Default DefaultMaxStreams (64).
+func MaxStreams(n int) Opt { return optFunc(func(c *cfg) { c.maxStreams = n }) }
+
+// Guard sets the TLS, credentials and allowed host names of Serve's
+// server (internal/httpguard; its CSP is the page's, CSP). Default: plain
+// HTTP, no credentials, IP addresses and loopback names only.
+func Guard(o httpguard.Options) Opt { return optFunc(func(c *cfg) { c.guard = o }) }
+
+// CSP is the Content-Security-Policy of every answer of the dashboard:
+// scripts and styles from the dashboard itself only (styles inline too:
+// the chart's SVG and the bars' widths), data from its API, no frame.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
 // Server samples a Source and serves the dashboard. Create one with New;
 // it is safe for concurrent use.
 type Server struct {
@@ -91,6 +109,7 @@ type Server struct {
 	tickMu sync.Mutex
 	tick   chan struct{} // closed at the next sample, then replaced
 
+	streams   atomic.Int64  // event streams open
 	closed    chan struct{} // closed by Close: ends the event streams
 	closeOnce sync.Once
 }
@@ -110,6 +129,10 @@ func New(src Source, opts ...Opt) *Server {
 	if c.staleAfter <= 0 {
 		c.staleAfter = DefaultStaleAfter
 	}
+	if c.maxStreams <= 0 {
+		c.maxStreams = DefaultMaxStreams
+	}
+	c.guard.CSP = CSP
 	now := c.now()
 	s := &Server{cfg: c, src: src, hist: newHistory(now, c.maxPoints), tick: make(chan struct{}), closed: make(chan struct{})}
 	s.Sample(now)
@@ -142,9 +165,11 @@ func (s *Server) Run(ctx context.Context) {
 
 // Serve samples and serves the dashboard on ln until ctx ends, then ends
 // the event streams and shuts the HTTP server down (waiting at most 5 s
-// for requests in progress).
+// for requests in progress). The server is internal/httpguard's: its
+// timeouts, headers and Host check, and the Guard option's TLS (ln must
+// then come from httpguard.Listen) and credentials.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpguard.Server(s.Handler(), s.cfg.guard)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go s.Run(ctx)

@@ -109,7 +109,7 @@ func (h *history) add(name string, start, now time.Time, achieved, passes float6
 	if !c.start.Equal(start) { // a new period: a new curve
 		c.start, c.pts = start, c.pts[:0]
 	}
-	p := point{t: h.tick(now), a: float32(achieved), p: float32(passes)}
+	p := point{t: h.tick(now), a: float32s(achieved), p: float32s(passes)}
 	if n := len(c.pts); n > 0 && p.t <= c.pts[n-1].t {
 		return // not after the last sample
 	}
@@ -190,4 +190,13 @@ func (h *history) size() (points, budgets int) {
 		points += len(c.pts)
 	}
 	return points, len(h.curves)
+}
+
+// float32s converts f to a float32 point value, within its range (NaN as
+// 0), so that no curve holds an infinity.
+func float32s(f float64) float32 {
+	if math.IsNaN(f) {
+		return 0
+	}
+	return float32(math.Max(-math.MaxFloat32, math.Min(math.MaxFloat32, f)))
 }

@@ -56,6 +56,7 @@ type Worker struct {
 	Partitions          int       `json:"partitions"` // owned sources, Omitted included
 	Omitted             int       `json:"omitted"`    // owned sources its status left out
 	Lag                 int64     `json:"lag"`        // sum of its partitions' known lags
+	Parked              int       `json:"parked"`     // owned sources it parked
 }
 
 // GoneAfter is the age past which a worker's status is taken for the
@@ -83,6 +84,10 @@ type Partition struct {
 	// the newest status is shown (a rebalance, or a silent worker's
 	// leftover).
 	Claims int `json:"claims"`
+	// Parked is why the owner parked the partition (its ledger cannot be
+	// restored whole: docs/operations.md, Parked partitions); "" when it
+	// runs.
+	Parked string `json:"parked,omitempty"`
 }
 
 // Summary is the page's header: what is off course, out of balance or
@@ -115,6 +120,7 @@ type Summary struct {
 		Lag         int64  `json:"lag"`
 		Aborted     uint64 `json:"aborted"`
 		DeadLetters uint64 `json:"dead_letters"`
+		Parked      int    `json:"parked"` // partitions parked by their owners
 	} `json:"workers"`
 	// CurvePoints is the number of points the curves hold.
 	CurvePoints int `json:"curve_points"`
@@ -253,11 +259,16 @@ func (s *snapshot) workerRows(ws []stats.WorkerStatus, now time.Time) {
 		row := Worker{ID: w.Worker, At: w.At, AgeSeconds: age, Started: w.Started, SyncIntervalSeconds: w.SyncInterval.Seconds(),
 			Commits: w.Commits, Aborted: w.Aborted, DeadLetters: w.DeadLetters, Partitions: len(w.Sources) + w.Omitted, Omitted: w.Omitted}
 		row.Silent = age > max(5*w.SyncInterval, 10*time.Second).Seconds()
+		parked := make(map[string]string, len(w.Parked))
+		for _, p := range w.Parked {
+			parked[p.Source] = p.Reason
+		}
+		row.Parked = len(w.Parked)
 		for _, src := range w.Sources {
 			if src.Lag > 0 {
 				row.Lag += src.Lag
 			}
-			p := Partition{Source: src.Source, Owner: w.Worker, OwnerSilent: row.Silent, Lag: src.Lag, Offset: src.Offset, Claims: 1}
+			p := Partition{Source: src.Source, Owner: w.Worker, OwnerSilent: row.Silent, Lag: src.Lag, Offset: src.Offset, Claims: 1, Parked: parked[src.Source]}
 			p.Topic, p.Partition, _ = stats.ParseSource(src.Source)
 			if !src.Committed.IsZero() {
 				a := now.Sub(src.Committed).Seconds()
@@ -289,6 +300,9 @@ func (s *snapshot) workerRows(ws []stats.WorkerStatus, now time.Time) {
 	for _, p := range s.partitions {
 		if !p.OwnerSilent && p.Lag > 0 {
 			sm.Workers.Lag += p.Lag
+		}
+		if p.Parked != "" {
+			sm.Workers.Parked++
 		}
 	}
 	sm.Workers.Partitions = len(s.partitions)

@@ -13,8 +13,9 @@ import (
 // largest float64) and every instant within the years 1 to 9999: the
 // document always encodes.
 
-// finite returns f, NaN as 0 and ±Inf as ±math.MaxFloat64.
-func finite(f float64) float64 {
+// Finite returns f, NaN as 0 and ±Inf as ±math.MaxFloat64: a figure a
+// JSON document can hold.
+func Finite(f float64) float64 {
 	switch {
 	case math.IsNaN(f):
 		return 0
@@ -30,7 +31,7 @@ func finitePtr(f *float64) *float64 {
 	if f == nil {
 		return nil
 	}
-	v := finite(*f)
+	v := Finite(*f)
 	return &v
 }
 
@@ -62,7 +63,7 @@ func printablePtr(t *time.Time) *time.Time {
 func (b *Budget) finite() {
 	for _, f := range []*float64{&b.Target, &b.ReserveSeconds, &b.PeriodSeconds, &b.Achieved, &b.Ideal, &b.Deviation,
 		&b.TimeLeftSeconds, &b.OldestReportAge} {
-		*f = finite(*f)
+		*f = Finite(*f)
 	}
 	b.PassRate = finitePtr(b.PassRate)
 	b.Start, b.Finish = printable(b.Start), printable(b.Finish)
@@ -74,10 +75,10 @@ func (x *Experiment) finite() {
 	x.NewestCountsAge = finitePtr(x.NewestCountsAge)
 	for i := range x.Variants {
 		v := &x.Variants[i]
-		v.Weight = finite(v.Weight)
+		v.Weight = Finite(v.Weight)
 		v.Share, v.EventShare = finitePtr(v.Share), finitePtr(v.EventShare)
 	}
 	for _, s := range []*SRM{&x.SRM, &x.SRMEvents} {
-		s.Chi2, s.P = finite(s.Chi2), finite(s.P)
+		s.Chi2, s.P = Finite(s.Chi2), Finite(s.P)
 	}
 }

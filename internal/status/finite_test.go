@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,37 @@ func TestStreamAlwaysJSON(t *testing.T) {
 	}
 	if _, err := json.Marshal(Build(src, "stats", at)); err != nil {
 		t.Fatalf("Build: %v", err)
+	}
+}
+
+// withWorkers is a catalog with workers' status records.
+type withWorkers struct {
+	catalog
+	ws []stats.WorkerStatus
+}
+
+func (w withWorkers) Workers() []stats.WorkerStatus { return w.ws }
+
+// TestStreamParked: the partitions workers parked are listed, in the JSON
+// document and the text, those of workers silent for ten minutes not.
+func TestStreamParked(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+	src := withWorkers{catalog: queryCatalog(at), ws: []stats.WorkerStatus{
+		{Worker: "w1", At: at, Parked: []stats.ParkedSource{{Source: "events/3", Reason: "ledger: major version 2"}}},
+		{Worker: "old", At: at.Add(-time.Hour), Parked: []stats.ParkedSource{{Source: "events/4", Reason: "gone"}}},
+	}}
+	var js, text bytes.Buffer
+	if err := Stream(&js, src, "stats", at, Query{Top: 1}, true); err != nil {
+		t.Fatal(err)
+	}
+	var st Status
+	if err := json.Unmarshal(js.Bytes(), &st); err != nil || len(st.Parked) != 1 || st.Parked[0] != (Parked{"events/3", "w1", "ledger: major version 2"}) {
+		t.Fatalf("parked %+v (%v)", st.Parked, err)
+	}
+	if err := Stream(&text, src, "stats", at, Query{Top: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "PARKED PARTITIONS (1)") || !strings.Contains(text.String(), "events/3 (worker w1)") {
+		t.Fatalf("text:\n%s", text.String())
 	}
 }

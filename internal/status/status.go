@@ -6,7 +6,10 @@
 package status
 
 import (
+	"cmp"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/throttler/throttler/flow"
@@ -32,6 +35,45 @@ type Status struct {
 	// Query is what selected the budgets; absent when every budget is
 	// shown.
 	Query *Query `json:"query,omitempty"`
+	// Parked are the partitions workers parked (their ledger cannot be
+	// restored whole: docs/operations.md, Parked partitions), as their
+	// status records of the last ten minutes say; empty when none.
+	Parked []Parked `json:"parked"`
+}
+
+// Parked is a partition a worker parked.
+type Parked struct {
+	Source string `json:"source"`
+	Worker string `json:"worker"`
+	Reason string `json:"reason"`
+}
+
+// WorkerSource is a Source that also has the workers' status records (a
+// stats.View): Build and Stream then list the parked partitions.
+type WorkerSource interface {
+	Workers() []stats.WorkerStatus
+}
+
+// parkedOf lists the partitions parked by the workers of src that
+// published a status in the ten minutes before now, by source.
+func parkedOf(src any, now time.Time) []Parked {
+	out := []Parked{}
+	ws, ok := src.(WorkerSource)
+	if !ok {
+		return out
+	}
+	for _, w := range ws.Workers() {
+		if now.Sub(w.At) > 10*time.Minute {
+			continue
+		}
+		for _, p := range w.Parked {
+			out = append(out, Parked{Source: p.Source, Worker: w.Worker, Reason: p.Reason})
+		}
+	}
+	slices.SortFunc(out, func(a, b Parked) int {
+		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Worker, b.Worker))
+	})
+	return out
 }
 
 // Budget is one budget's progress in its current window or period.
@@ -151,7 +193,7 @@ func Build(src Source, topic string, now time.Time) Status {
 // head returns the status at now without its budgets: the experiments
 // and their SRM tests; and the variant of each variant limit's budget.
 func head(src Source, topic string, now time.Time) (Status, map[string]string) {
-	st := Status{Version: Version, StatsTopic: topic, At: now.UTC(), Budgets: []Budget{}, Experiments: []Experiment{}}
+	st := Status{Version: Version, StatsTopic: topic, At: now.UTC(), Budgets: []Budget{}, Experiments: []Experiment{}, Parked: parkedOf(src, now)}
 	limitOf := map[string]string{}
 	for _, e := range src.ExperimentDefs() {
 		x := experiment(src, e, now)

@@ -133,6 +133,9 @@ func streamJSON(w io.Writer, src StreamSource, st Status, now time.Time, limitOf
 	if err := field("srm_mismatches", st.Mismatches, false); err != nil {
 		return err
 	}
+	if err := field("parked", st.Parked, false); err != nil {
+		return err
+	}
 	if err := field("budgets_matched", matched, st.Query == nil); err != nil {
 		return err
 	}

@@ -31,6 +31,14 @@ func WriteText(w io.Writer, st Status) error {
 
 func writeTextHead(w io.Writer, st Status) {
 	fmt.Fprintf(w, "stats topic %s at %s\n\n", st.StatsTopic, st.At.Format(time.RFC3339))
+	if len(st.Parked) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "PARKED PARTITIONS (%d): their ledgers cannot be restored whole; see 'throttler ledger show SOURCE' and docs/operations.md\n", len(st.Parked))
+	for _, p := range st.Parked {
+		fmt.Fprintf(w, "  %s (worker %s): %q\n", p.Source, p.Worker, p.Reason)
+	}
+	fmt.Fprintln(w)
 }
 
 // tableBlock is the number of budget rows aligned together: the table is
