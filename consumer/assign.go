@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/throttler/throttler/internal/clip"
 	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -87,7 +88,7 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 		if load.err == nil || ctx.Err() != nil || attempt == 5 {
 			break
 		}
-		w.log.Warn().Err(load.err).Int("attempt", attempt).Msg("load ledgers")
+		w.log.Warn().Str("error", clip.Error(load.err)).Int("attempt", attempt).Msg("load ledgers")
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):

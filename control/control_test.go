@@ -1,7 +1,9 @@
 package control
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +166,17 @@ func TestDelayRecords(t *testing.T) {
 	// A parent that exists elsewhere is not judged on the record alone.
 	if _, err := Decode([]byte("c"), []byte(`{"version":1,"name":"c","target":5,"period":"1m","parent":"acct"}`)); err != nil {
 		t.Fatalf("child of another budget: %v", err)
+	}
+}
+
+// TestRecordErrorBounded: a record's key of 1 MiB makes an error of a few
+// hundred bytes, not a line of megabytes.
+func TestRecordErrorBounded(t *testing.T) {
+	key := bytes.Repeat([]byte("k"), 1<<20)
+	for _, val := range [][]byte{[]byte(`{"version":1}`), []byte("not json"), []byte(`{"version":1,"name":"x","deleted":true}`)} {
+		_, err := Decode(key, val)
+		if err == nil || len(err.Error()) > 1024 {
+			t.Fatalf("value %s: error of %d bytes (%v)", val, len(fmt.Sprint(err)), err != nil)
+		}
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/internal/clip"
 )
 
 // Version is the major version of the record values this package writes
@@ -79,11 +80,13 @@ type RecordError struct {
 	Reason string
 }
 
+// Error names the record by its key, clipped (internal/clip): a key is
+// what a record carries, of any length.
 func (e *RecordError) Error() string {
 	if e.Field == "" {
-		return fmt.Sprintf("control record %q: %s", e.Key, e.Reason)
+		return fmt.Sprintf("control record %q: %s", clip.String(e.Key), clip.String(e.Reason))
 	}
-	return fmt.Sprintf("control record %q: %s: %s", e.Key, e.Field, e.Reason)
+	return fmt.Sprintf("control record %q: %s: %s", clip.String(e.Key), e.Field, clip.String(e.Reason))
 }
 
 // Unwrap returns ErrInvalidRecord.

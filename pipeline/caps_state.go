@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/internal/bytesconv"
+	"github.com/throttler/throttler/internal/clip"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -31,13 +32,19 @@ func (s *Caps) loadChangelog(part *Partition) (*partitionCaps, error) {
 	sources := map[string]int32{part.Source: part.ID}
 	t0 := time.Now() // for the log line only
 	var pc *partitionCaps
-	records := 0
+	records, skipped := 0, 0
+	var lastBad error
 	var err error
 	for attempt := 1; ; attempt++ {
 		pc = s.newPartitionCaps(part.Source, part.ID, part.Partitions)
-		records = 0
+		records, skipped = 0, 0
 		err = stats.LoadCaps(ctx, s.clientOpts, s.changelog, sources, func(e stats.CapEntry) {
 			records++
+			if e.Err != nil {
+				skipped++
+				lastBad = e.Err
+				return
+			}
 			i, ok := spec[e.Cap]
 			if !ok || e.Source != part.Source {
 				return // a cap no longer configured
@@ -51,7 +58,7 @@ func (s *Caps) loadChangelog(part *Partition) (*partitionCaps, error) {
 		if err == nil || ctx.Err() != nil || attempt == loadAttempts {
 			break
 		}
-		s.log.Warn().Err(err).Int("attempt", attempt).Str("source", part.Source).Msg("load caps")
+		s.log.Warn().Str("error", clip.Error(err)).Int("attempt", attempt).Str("source", part.Source).Msg("load caps")
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
@@ -62,6 +69,10 @@ func (s *Caps) loadChangelog(part *Partition) (*partitionCaps, error) {
 	}
 	if part.Partitions == 0 {
 		s.log.Warn().Str("source", part.Source).Msg("partition count unknown: no keying check for caps")
+	}
+	if skipped > 0 {
+		s.log.Warn().Str("source", part.Source).Int("skipped", skipped).Str("last_error", clip.Error(lastBad)).
+			Msg("caps changelog records skipped: they do not decode; their keys keep their earlier state (the cap may let their burst through once more)")
 	}
 	keys := 0
 	for _, c := range pc.caps {

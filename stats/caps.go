@@ -85,6 +85,9 @@ type CapEntry struct {
 	Key         []byte // valid only during the callback
 	TAT         time.Time
 	Deleted     bool // a tombstone: the key is absent
+	// Err is set (a *RecordError) for a record whose value does not
+	// decode: the caller skips it (the key keeps its state before it).
+	Err error
 }
 
 // LoadCaps reads the changelog partitions of sources (each source name
@@ -92,9 +95,12 @@ type CapEntry struct {
 // watermarks they have when LoadCaps is called, with read_committed
 // (waiting for transactions open then, as LoadCheckpoints does), and calls
 // fn with every record of those sources in order; applying them in order
-// rebuilds the committed state. A record that cannot be decoded fails the
-// load: a partition's caps must not start from a state older than the
-// committed one.
+// rebuilds the committed state. A record whose value cannot be decoded is
+// handed to fn with Err set, for the caller to count and skip: its key
+// then keeps the state it had before (an older theoretical arrival time:
+// the cap may let that key's burst through once more), and the partition
+// runs. A cap bounds deliveries; it is not a counter the outputs must
+// equal.
 func LoadCaps(ctx context.Context, clientOpts []kgo.Opt, topic string, sources map[string]int32, fn func(CapEntry)) error {
 	if topic == "" {
 		return errInvalidConfig("empty caps topic")
@@ -118,7 +124,7 @@ func LoadCaps(ctx context.Context, clientOpts []kgo.Opt, topic string, sources m
 		if !e.Deleted {
 			tat, err := DecodeCapValue(r.Value)
 			if err != nil {
-				return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+				e.Err = &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
 			}
 			e.TAT = tat
 		}

@@ -90,10 +90,15 @@ func TestLoadCaps(t *testing.T) {
 		t.Fatalf("state %v after entries %v; want a at +1ns only, from a,b,b", state, order)
 	}
 
-	// An undecodable value fails the load.
+	// An undecodable value is handed over with its error, to skip.
 	txn(t, w, true, &kgo.Record{Topic: topic, Partition: 2, Key: rec("events/2", 2, "d", 0, true).Key, Value: []byte{1, 0}})
-	if err := LoadCaps(ctx, conn, topic, map[string]int32{"events/2": 2}, func(CapEntry) {}); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("corrupt value: err = %v", err)
+	var bad []error
+	if err := LoadCaps(ctx, conn, topic, map[string]int32{"events/2": 2}, func(e CapEntry) {
+		if e.Err != nil {
+			bad = append(bad, e.Err)
+		}
+	}); err != nil || len(bad) != 1 || !errors.Is(bad[0], ErrCorrupt) {
+		t.Fatalf("corrupt value: err = %v, entries with errors %v", err, bad)
 	}
 	if err := LoadCaps(ctx, conn, "missing", map[string]int32{"events/2": 2}, func(CapEntry) {}); !errors.Is(err, ErrTopicNotFound) {
 		t.Fatalf("missing topic: err = %v", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/throttler/throttler/control"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/clip"
 )
 
 // Target is the worker a feed changes (*consumer.Worker).
@@ -72,7 +73,7 @@ func Start(ctx context.Context, topic string, clientOpts []kgo.Opt, t Target, re
 	cs.mu.Lock()
 	cs.caught = true
 	for name, err := range cs.waiting {
-		log.Warn().Str("budget", name).Err(err).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
+		log.Warn().Str("budget", clip.String(name)).Str("error", clip.Error(err)).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
 	}
 	cs.mu.Unlock()
 	bs := t.Budgets()
@@ -94,7 +95,7 @@ func (cs *feed) records(rs []*kgo.Record) {
 		rec, err := control.Decode(r.Key, r.Value)
 		if err != nil {
 			cs.counts.WithLabelValues("invalid").Inc()
-			cs.log.Error().Str("budget", string(r.Key)).Int64("offset", r.Offset).Err(err).Msg("control record ignored: the budget stays as it was")
+			cs.log.Error().Str("budget", clip.Bytes(r.Key)).Int64("offset", r.Offset).Str("error", clip.Error(err)).Msg("control record ignored: the budget stays as it was")
 			continue
 		}
 		recs = append(recs, rec)
@@ -133,7 +134,7 @@ func (cs *feed) records(rs []*kgo.Record) {
 		cs.counts.WithLabelValues("waiting").Inc()
 		cs.waiting[rec.Name] = err
 		if cs.caught {
-			cs.log.Warn().Str("budget", rec.Name).Err(err).Str("op", rec.Op.String()).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
+			cs.log.Warn().Str("budget", clip.String(rec.Name)).Str("error", clip.Error(err)).Str("op", rec.Op.String()).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
 		}
 	}
 }
