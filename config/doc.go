@@ -73,7 +73,11 @@
 //	    rate: 3/1h                       # required: count/period on average
 //	    quantity: items                  # optional path of what an event costs; default 1
 //	layers: []                           # experiments: see splitter.Layer; hash schemes in docs/assignment.md
-//	http: {listen: ":9090"}              # metrics and health (default ":9090")
+//	http:                                # metrics and health (docs/operations.md, HTTP endpoints)
+//	  listen: 127.0.0.1:9090             # default: loopback only
+//	  allowed_hosts: [w1.internal]       # optional: names it is reached by, besides IPs and localhost
+//	  tls: {cert_file: c, key_file: k}   # optional: HTTPS only
+//	  auth: {token_file: f}              # optional: /metrics needs a bearer token (token_env; user with password_file/password_env)
 //	log: {format: json, level: info}     # json or console; trace, debug, info, warn, error
 //	timeouts:                            # optional; 0 or absent: the client's default
 //	  session: 6s                        # group session (default 45s): a dead worker's partitions move after it
