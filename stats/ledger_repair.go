@@ -65,6 +65,13 @@ type LedgerInspection struct {
 	// MaxSeq is the highest sequence of any record of the source that
 	// decodes: a repair writes above it.
 	MaxSeq uint64
+	// Whole says that Repaired is a whole ledger: a complete snapshot and
+	// an unbroken chain of deltas after it. Every record the owner wrote
+	// after its newest good one would then be newer than that one (its
+	// input offset, Repaired.Offset, is the newest the good records
+	// vouch for): when it is the group's committed offset, no lost key
+	// held a newer counter than Repaired has.
+	Whole bool
 }
 
 // InspectLedger reads the whole stats partition of source (with
@@ -109,6 +116,7 @@ func InspectLedger(ctx context.Context, clientOpts []kgo.Opt, topic, source stri
 		}
 	}
 	in.Repaired = foldRecs(source, good, end, nil)
+	in.Whole = in.Repaired.Seq > 0 && !in.Repaired.layout.snapshotDue
 	return in, nil
 }
 

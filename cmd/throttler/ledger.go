@@ -217,6 +217,13 @@ func (l *ledgerLook) print(w io.Writer) {
 
 // repairOffset returns the input offset a repair writes, whether the
 // repair is exact, and why.
+//
+// The good records' fold (InspectLedger's Repaired) is what the committed
+// transactions wrote, but for the bad keys that have no good record left
+// (Lost). Such a key held nothing newer when the fold is a whole ledger
+// (Whole) that reaches the group's committed offset: the owner writes a
+// record with the new offset at every commit, into the chain after its
+// newest snapshot. Nor does a lost heartbeat, which holds no counter.
 func (l *ledgerLook) repairOffset() (offset int64, exact bool, why string) {
 	in := l.in
 	offset = in.Repaired.Offset
@@ -226,12 +233,15 @@ func (l *ledgerLook) repairOffset() (offset int64, exact bool, why string) {
 			counters = append(counters, fmt.Sprintf("%s %d", k.Part, k.Index))
 		}
 	}
+	reaches := l.committed >= 0 && offset == l.committed
 	switch {
-	case len(counters) > 0:
+	case len(counters) > 0 && !(in.Whole && reaches):
 		if l.committed >= 0 {
 			offset = l.committed
 		}
-		return offset, false, fmt.Sprintf("NOT exact: %s held counters and no good record of them is left (compacted away); the repaired ledger may count less than the outputs. -force writes it with the group's offset %d", strings.Join(counters, ", "), offset)
+		return offset, false, fmt.Sprintf("NOT exact: %s may have held counters and no good record of them is left (compacted away), and the good records do not form a whole ledger up to the group's offset; the repaired ledger may count less than the outputs. -force writes it with the group's offset %d", strings.Join(counters, ", "), offset)
+	case len(counters) > 0:
+		return offset, true, fmt.Sprintf("exact: the good records form a whole ledger up to input offset %d, the group's; %s (bad, no good record) held nothing newer", offset, strings.Join(counters, ", "))
 	case l.committed >= 0 && offset < l.committed:
 		// Only heartbeats are lost: they hold no counter, and the
 		// group's offset is where the committed transactions stand.
