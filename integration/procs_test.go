@@ -25,6 +25,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if prebuilt := os.Getenv("THROTTLER_TEST_BIN"); prebuilt != "" {
+		// Another build under test (an older version, to see what a
+		// test finds there).
+		bin = prebuilt
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	bin = filepath.Join(dir, "throttler")
 	build := exec.Command("go", "build", "-o", bin, "github.com/throttler/throttler/cmd/throttler")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -100,7 +108,7 @@ func start(t *testing.T, name string, args ...string) *proc {
 		go func() {
 			defer wg.Done()
 			sc := bufio.NewScanner(s.r)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			sc.Buffer(make([]byte, 64<<10), 64<<20) // a line of megabytes is read (and reported), not a stalled pipe
 			for sc.Scan() {
 				s.l.add(sc.Text())
 			}

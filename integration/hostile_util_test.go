@@ -1,0 +1,247 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/internal/testwait"
+)
+
+// traffic produces good events to the input topic at a steady rate until
+// stopped, and keeps every one it wrote: the ids that must come out once.
+type traffic struct {
+	cl    *kgo.Client
+	topic string
+	mu    sync.Mutex
+	sent  []*kgo.Record
+	n     int
+	stop  chan struct{}
+	done  chan error
+}
+
+// startTraffic produces perTick good events every tick (spread over
+// users, so over every partition) until stop.
+func startTraffic(t *testing.T, conn []kgo.Opt, topic string, perTick int, tick time.Duration) *traffic {
+	t.Helper()
+	cl, err := kgo.NewClient(conn...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &traffic{cl: cl, topic: topic, stop: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		defer close(tr.done)
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		for {
+			select {
+			case <-tr.stop:
+				tr.done <- nil
+				return
+			case <-tk.C:
+			}
+			recs := make([]*kgo.Record, 0, perTick)
+			for range perTick {
+				tr.n++
+				user := fmt.Sprintf("u%d", tr.n%97)
+				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(user),
+					Value: fmt.Appendf(nil, `{"id":"g%d","campaign":"open","user":%q,"device":"d%d"}`, tr.n, user, tr.n%10)})
+			}
+			if err := tr.produce(recs...); err != nil {
+				tr.done <- err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { tr.end(t) })
+	return tr
+}
+
+// produce writes recs and keeps them as sent (good ids).
+func (tr *traffic) produce(recs ...*kgo.Record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tr.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return err
+	}
+	tr.mu.Lock()
+	tr.sent = append(tr.sent, recs...)
+	tr.mu.Unlock()
+	return nil
+}
+
+// end stops the traffic (once) and fails the test if producing failed.
+func (tr *traffic) end(t *testing.T) {
+	select {
+	case <-tr.stop:
+	default:
+		close(tr.stop)
+	}
+	if err := <-tr.done; err != nil {
+		t.Errorf("traffic: %v", err)
+	}
+	tr.cl.Close()
+}
+
+func (tr *traffic) records() []*kgo.Record {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]*kgo.Record(nil), tr.sent...)
+}
+
+// produceRaw writes recs as they are (their partitions set).
+func produceRaw(ctx context.Context, t *testing.T, conn []kgo.Opt, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(append(conn, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce %d raw records: %v", len(recs), err)
+	}
+}
+
+// httpAddr returns the address a `throttler run` process logged it
+// serves HTTP on.
+func httpAddr(t *testing.T, p *proc) string {
+	t.Helper()
+	line := p.waitLine(t, `"http listening"`, 60*time.Second)
+	var v struct{ Addr string }
+	if err := json.Unmarshal([]byte(line), &v); err != nil || v.Addr == "" {
+		t.Fatalf("%s: no address in %q", p.name, line)
+	}
+	return v.Addr
+}
+
+// get GETs url (with host as the Host header when set) within 2 s and
+// returns the status, headers and at most 8 MiB of body.
+func get(t *testing.T, url, host string) (int, http.Header, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		t.Fatalf("GET %s: reading: %v", url, err)
+	}
+	return resp.StatusCode, resp.Header, body
+}
+
+// metric sums the samples of a metric (any labels) in a /metrics body.
+func metric(body []byte, name string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name) || len(line) == len(name) || (line[len(name)] != ' ' && line[len(name)] != '{') {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// cpuTicks returns the user and system clock ticks pid used so far.
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ut + st
+}
+
+// waitIdle waits until the process uses less than a fifth of a core over
+// two seconds (clock ticks are 1/100 s): a request it served is over,
+// not left running after its client went away.
+func waitIdle(t *testing.T, p *proc) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	var last float64
+	ok := testwait.Poll(30*time.Second, 10*time.Millisecond, func() bool {
+		a := cpuTicks(t, pid)
+		time.Sleep(2 * time.Second) // real time: the window the CPU is measured over
+		last = float64(cpuTicks(t, pid)-a) / 100 / 2
+		return last < 0.2
+	})
+	if !ok {
+		t.Errorf("%s still uses %.2f of a core", p.name, last)
+	}
+}
+
+// slowHeaders opens a connection to addr, sends half a request and
+// reports whether the server closes it within limit (its read-header
+// timeout), instead of holding it for as long as the client likes.
+func slowHeaders(t *testing.T, addr string, limit time.Duration) bool {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(limit))
+	_, err = bufio.NewReader(c).ReadByte()
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// text returns every line, joined.
+func (l *lines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+// maxLine returns the length of the longest line p logged.
+func maxLine(p *proc) (int, string) {
+	n, which := 0, ""
+	for _, l := range []*lines{p.out, p.err} {
+		l.mu.Lock()
+		for _, s := range l.all {
+			if len(s) > n {
+				n, which = len(s), s[:min(len(s), 200)]
+			}
+		}
+		l.mu.Unlock()
+	}
+	return n, which
+}
+
+// framed returns a value in the schema registry wire format of schema id
+// with a payload of junk.
+func framed(id uint32) []byte {
+	b := []byte{0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], id)
+	return append(b, 2, 'x', 0)
+}
