@@ -84,3 +84,18 @@ func TestStreamParked(t *testing.T) {
 		t.Fatalf("text:\n%s", text.String())
 	}
 }
+
+// TestTextNamesPrintable: a name with control characters (a terminal
+// escape) is printed quoted.
+func TestTextNamesPrintable(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+	src := catalog{fakeSource: fakeSource{reports: map[string][]flow.Report{}}, walks: new(int)}
+	src.defs = []stats.BudgetDef{{Budget: flow.Budget{Name: "evil\x1b[2J", Target: 10, Period: time.Hour}}}
+	var out bytes.Buffer
+	if err := Stream(&out, src, "stats", at, Query{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\x1b") || !strings.Contains(out.String(), `"evil\x1b[2J"`) {
+		t.Fatalf("text:\n%q", out.String())
+	}
+}

@@ -3,9 +3,11 @@ package status
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/throttler/throttler/splitter"
 )
@@ -69,12 +71,12 @@ func (t *budgetTable) row(b Budget) error {
 	if b.PeriodSeconds > 0 {
 		cur = "period " + cur
 	}
-	name, kind := b.Name, b.Kind
+	name, kind := printableName(b.Name), b.Kind
 	if b.Delay {
 		kind += " (delay)"
 	}
 	if b.Parent != "" {
-		name += " (in " + b.Parent + ")"
+		name += " (in " + printableName(b.Parent) + ")"
 	}
 	fmt.Fprintf(t.tw, "%s\t%s\t%g\t%s\t%.1f\t%+.2f%%\t%s\t%s\t%d\t%s\n", name, kind, b.Target,
 		num(b.Achieved), b.Ideal, 100*b.Deviation, pr, (time.Duration(b.TimeLeftSeconds) * time.Second).String(), b.Sources, cur)
@@ -117,9 +119,9 @@ func writeExperiments(w io.Writer, xs []Experiment) error {
 			}
 			name, s := "", ""
 			if i == 0 {
-				name, s = x.Layer+"/"+x.Experiment, srm
+				name, s = printableName(x.Layer+"/"+x.Experiment), srm
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%d\t%s\t%s\t%s\n", name, v.Name, 100*v.Weight, v.Keys, share, v.Count, eshare, lim, s)
+			fmt.Fprintf(tw, "%s\t%s\t%.2f%%\t%d\t%s\t%d\t%s\t%s\t%s\n", name, printableName(v.Name), 100*v.Weight, v.Keys, share, v.Count, eshare, lim, s)
 		}
 	}
 	return tw.Flush()
@@ -136,4 +138,17 @@ func pct(x *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f%%", 100**x)
+}
+
+// printableName returns a name as it is when every character prints, else
+// quoted with escapes: a name on the stats topic may come from anyone,
+// and must not reach a terminal as control sequences (or break a table
+// with a tab).
+func printableName(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
