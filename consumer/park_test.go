@@ -57,13 +57,21 @@ func (env *testEnv) committedOffsets(topic string) map[int32]int64 {
 // /readyz, the metrics and the workers' status records. Once the bad keys
 // are tombstoned (what `throttler ledger repair` writes for such keys),
 // the workers start them again within ParkRetry, and every event ends in
-// exactly one topic with the ledgers counting exactly the outputs.
+// exactly one topic with the ledgers counting exactly the outputs. Both
+// deliveries: at least once the held offset is committed as a delay
+// budget's is.
 func TestParkedPartitions(t *testing.T) {
+	for _, d := range []Delivery{ExactlyOnce, AtLeastOnce} {
+		t.Run(d.String(), func(t *testing.T) { testParkedPartitions(t, d) })
+	}
+}
+
+func testParkedPartitions(t *testing.T, delivery Delivery) {
 	env := newTestEnv(t)
 	const n = 4800
 	recs, bad := eventRecords(0, n)
 	env.produce(recs[:2400])
-	w := env.startWorker(t, "w0")
+	w := env.startWorker(t, "w0", WithDelivery(delivery))
 	env.waitCommitted("events")
 	w.stop(t)
 
@@ -78,8 +86,8 @@ func TestParkedPartitions(t *testing.T) {
 	before := env.committedOffsets("events")
 	env.produce(recs[2400:])
 
-	w1 := env.startWorker(t, "w1", ParkRetry(200*time.Millisecond))
-	w2 := env.startWorker(t, "w2", ParkRetry(200*time.Millisecond))
+	w1 := env.startWorker(t, "w1", ParkRetry(200*time.Millisecond), WithDelivery(delivery))
+	w2 := env.startWorker(t, "w2", ParkRetry(200*time.Millisecond), WithDelivery(delivery))
 	ws := []*Worker{w1.w, w2.w}
 	testwait.Eventually(t, "both partitions parked", func() bool {
 		return len(w1.w.parkedReasons())+len(w2.w.parkedReasons()) == 2
