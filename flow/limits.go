@@ -32,11 +32,12 @@ const (
 	DefaultMaxReward = 1e6
 )
 
-// MinTime and MaxTime bound a budget's begin and end: instants every tool
-// can print (RFC 3339 and JSON hold the years 0 to 9999).
+// MinTime and MaxTime bound a budget's begin and end: flow computes in
+// int64 nanoseconds since 1970, which end in April 2262, and a window
+// longer than time.Duration's 292 years would overflow it.
 var (
 	MinTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	MaxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 // CheckTime returns why t (set) is not a valid begin or end, "" when it is

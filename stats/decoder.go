@@ -9,9 +9,6 @@ import (
 	"github.com/throttler/throttler/flow"
 )
 
-// maxUnixSec is the latest second time.Time can hold: time.Unix adds the
-// seconds from year 1 to 1970 to its argument.
-const maxUnixSec = math.MaxInt64 - 62135596800
 
 // decoder reads the encodings of this package. The first failure sticks: every
 // later read returns zero values, and err holds a *DecodeError.
@@ -148,12 +145,22 @@ func (d *decoder) time() time.Time {
 		d.fail(at, ErrCorrupt, "nanoseconds %d out of range", nsec)
 		return time.Time{}
 	}
-	if sec > maxUnixSec {
+	switch {
+	case sec == zeroUnixSec && nsec == 0:
+		return time.Time{}
+	case sec < math.MinInt64/nanosPerSec+1 || sec > math.MaxInt64/nanosPerSec-1:
+		// Readers compute in int64 nanoseconds since 1970 (flow does):
+		// an instant outside their range (1678 to 2262), but the zero
+		// time, is no writer's.
 		d.fail(at, ErrCorrupt, "seconds %d out of range", sec)
 		return time.Time{}
 	}
 	return time.Unix(sec, int64(nsec)).UTC()
 }
+
+// zeroUnixSec is time.Time{}.Unix(): the zero time, which encodes as
+// itself.
+const zeroUnixSec = -62135596800
 
 func (d *decoder) counters() flow.Counters {
 	return flow.Counters{Offered: d.uvarint(), Passed: d.uvarint(), Rewards: d.float64()}

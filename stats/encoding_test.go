@@ -87,7 +87,7 @@ func TestReportRoundTrip(t *testing.T) {
 		{Budget: "nul\x00and\xffbytes", Source: "ünïcode/0", At: t0.In(time.FixedZone("X", 3600)),
 			Total:  flow.Counters{Offered: MaxCount, Passed: MaxCount, Rewards: math.MaxFloat64},
 			Period: math.MinInt64},
-		{Budget: long, Source: long, Period: math.MaxInt64, At: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
+		{Budget: long, Source: long, Period: math.MaxInt64, At: time.Date(2262, 4, 11, 0, 0, 0, 999999999, time.UTC)},
 	}
 	for i, r := range cases {
 		k, v, err := EncodeReport(r)
@@ -116,6 +116,12 @@ func TestReportRoundTrip(t *testing.T) {
 	} {
 		if _, _, err := DecodeReport(must(EncodeReport(r))); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("bad counters %d: %v, want ErrCorrupt", i, err)
+		}
+	}
+	// An instant outside int64 nanoseconds since 1970 is corrupt.
+	for _, at := range []time.Time{time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if _, _, err := DecodeReport(must(EncodeReport(flow.Report{Budget: "a", Source: "s", At: at}))); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("an instant in %d: %v, want ErrCorrupt", at.Year(), err)
 		}
 	}
 	// The zero time comes back as the zero value itself.

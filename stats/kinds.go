@@ -388,8 +388,12 @@ func (d *decoder) counts() []VariantCount {
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		at := d.pos
 		c := VariantCount{Variant: d.nameVar("variant"), Count: d.uvarint(), Keys: d.uvarint()}
-		if d.err == nil && len(out) > 0 && c.Variant <= out[len(out)-1].Variant {
+		switch {
+		case d.err != nil:
+		case len(out) > 0 && c.Variant <= out[len(out)-1].Variant:
 			d.fail(at, ErrCorrupt, "variant %q out of order or repeated", c.Variant)
+		case c.Count > MaxCount || c.Keys > MaxCount:
+			d.fail(at, ErrCorrupt, "variant count above 2^53 (%d events, %d keys)", c.Count, c.Keys)
 		}
 		out = append(out, c)
 	}

@@ -148,6 +148,12 @@ func TestKindsRejectBadInput(t *testing.T) {
 	if _, err := BudgetKey(""); !errors.Is(err, ErrInvalidReport) {
 		t.Fatalf("empty name: err = %v", err)
 	}
+	// A count past 2^53 (sums of them would wrap) decodes as corrupt.
+	_, vc3, _ := sampleDefs()
+	vc3.Counts[0].Count = MaxCount + 1
+	if _, err := DecodeRecord(must(EncodeVariantCounts(vc3))); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("count past 2^53: err = %v", err)
+	}
 	// Truncations of valid values never decode, and never panic.
 	bd, vc2, ed2 := sampleDefs()
 	r1, _ := (&Publisher{topic: "s"}).BudgetRecord(bd)

@@ -97,6 +97,10 @@ type SourceStatus struct {
 
 const workerMajor, workerMinor = 1, 1
 
+// maxSyncInterval bounds a worker status's sync interval (readers multiply
+// it: a status is silent past five of them).
+const maxSyncInterval = 24 * time.Hour
+
 // WorkerKey returns the stats-topic key of a worker's status.
 func WorkerKey(worker string) ([]byte, error) { return appendKey(KindWorker, worker) }
 
@@ -163,10 +167,14 @@ func decodeWorker(key, value []byte, ws *WorkerStatus) error {
 	minor := d.version(workerMajor)
 	ws.At = d.time()
 	ws.Started = d.time()
+	at := d.pos
 	ws.SyncInterval = time.Duration(d.varint())
 	ws.Commits, ws.Aborted, ws.DeadLetters = d.uvarint(), d.uvarint(), d.uvarint()
+	if d.err == nil && (ws.SyncInterval < 0 || ws.SyncInterval > maxSyncInterval || max(ws.Commits, ws.Aborted, ws.DeadLetters) > MaxCount) {
+		d.fail(at, ErrCorrupt, "sync interval %v or counts (%d, %d, %d) out of range", ws.SyncInterval, ws.Commits, ws.Aborted, ws.DeadLetters)
+	}
 	omitted := d.uvarint()
-	at := d.pos
+	at = d.pos
 	n := d.uvarint()
 	if d.err == nil && (n > uint64(d.rest()/5) || omitted > MaxWorkerStatusBytes<<8) { // a source takes at least 5 bytes
 		d.fail(at, ErrCorrupt, "%d sources (%d omitted) cannot fit in %d bytes", n, omitted, d.rest())
@@ -175,8 +183,12 @@ func decodeWorker(key, value []byte, ws *WorkerStatus) error {
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		at := d.pos
 		s := SourceStatus{Source: d.nameVar("source"), Lag: d.varint(), Offset: d.varint(), Committed: d.time()}
-		if d.err == nil && len(ws.Sources) > 0 && s.Source <= ws.Sources[len(ws.Sources)-1].Source {
+		switch {
+		case d.err != nil:
+		case len(ws.Sources) > 0 && s.Source <= ws.Sources[len(ws.Sources)-1].Source:
 			d.fail(at, ErrCorrupt, "source %q out of order or repeated", s.Source)
+		case s.Lag < -1 || s.Lag > MaxCount || s.Offset < -1:
+			d.fail(at, ErrCorrupt, "source %q lag %d or offset %d out of range", s.Source, s.Lag, s.Offset)
 		}
 		ws.Sources = append(ws.Sources, s)
 	}

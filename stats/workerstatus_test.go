@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,6 +95,24 @@ func TestWorkerStatusRejectsBadInput(t *testing.T) {
 	swapped := strings.Replace(string(v), "clicks/1", "zzzzzz/1", 1)
 	if _, err := DecodeRecord(k, []byte(swapped)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("sources out of order: %v", err)
+	}
+	// Figures readers would sum or multiply, out of range.
+	for i, change := range []func(*WorkerStatus){
+		func(ws *WorkerStatus) { ws.SyncInterval = -time.Second },
+		func(ws *WorkerStatus) { ws.SyncInterval = 1000 * time.Hour },
+		func(ws *WorkerStatus) { ws.Commits = MaxCount + 1 },
+		func(ws *WorkerStatus) { ws.Sources[0].Lag = math.MaxInt64 },
+		func(ws *WorkerStatus) { ws.Sources[0].Offset = -5 },
+	} {
+		ws := sampleWorker()
+		change(&ws)
+		k, v, err := EncodeWorkerStatus(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeRecord(k, v); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("change %d: %v, want ErrCorrupt", i, err)
+		}
 	}
 }
 
