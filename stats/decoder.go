@@ -9,7 +9,6 @@ import (
 	"github.com/throttler/throttler/flow"
 )
 
-
 // decoder reads the encodings of this package. The first failure sticks: every
 // later read returns zero values, and err holds a *DecodeError.
 type decoder struct {
