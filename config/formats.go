@@ -137,7 +137,7 @@ func (v *checker) registry(r SchemaRegistry) {
 	}
 	for i, u := range r.URLs {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			v.add("schema_registry.urls["+strconv.Itoa(i)+"]", fmt.Sprintf("want http://host:port or https://host:port, got %q", u))
+			v.add("schema_registry.urls["+strconv.Itoa(i)+"]", fmt.Sprintf("want http://host:port or https://host:port, got %q", redactURL(u)))
 		}
 	}
 	for _, p := range (Security{TLS: r.TLS}).Check() {
@@ -170,4 +170,16 @@ func (v *checker) namePath(path, p string) {
 			return
 		}
 	}
+}
+
+// redactURL returns u without the password it may carry (user:password@),
+// for messages.
+func redactURL(u string) string {
+	if pu, err := url.Parse(u); err == nil {
+		return pu.Redacted()
+	}
+	if i := strings.LastIndex(u, "@"); i >= 0 {
+		return "xxxxx@" + u[i+1:]
+	}
+	return u
 }

@@ -63,3 +63,15 @@ func TestSecretWarnings(t *testing.T) {
 		t.Fatalf("warnings %q", ws)
 	}
 }
+
+// TestRegistryURLRedacted: a bad registry URL is reported without the
+// password it carries.
+func TestRegistryURLRedacted(t *testing.T) {
+	c := example(t)
+	c.Format.Topics = []TopicFormat{{Topic: c.Topics.Input[0], Format: FormatAvro}}
+	c.SchemaRegistry.URLs = []string{"ftp://alice:s3cretPW@registry:8081", "http://bob:hunter2@%zz"}
+	err := c.Validate()
+	if err == nil || strings.Contains(err.Error(), "s3cretPW") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("problems echo a password: %v", err)
+	}
+}
