@@ -19,7 +19,7 @@ var demoCmd = &command{
 	doc: `Needs no setup: starts an embedded Kafka broker on a temporary data dir
 (removed at the end), a load generator (-rate events per second over
 10,000 users, Zipf), three workers of one consumer group (exactly-once,
-12-partition input topic) and a reward simulator that clicks 10% of the
+12-partition input topic) and a reward simulator that clicks 20% of the
 passed events one second after they pass. The budgets, whose windows begin
 a few seconds after the start and last -duration:
 
