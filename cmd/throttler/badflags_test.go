@@ -80,9 +80,9 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{[]string{"run", "--config", cfg("colour: red\n")}, 1, []string{"colour: unknown field"}},
 		{[]string{"run", "--config", cfg("security: {sasl: {mechanism: KERBEROS, username: u, password: p}}\n")}, 1,
 			[]string{"security.sasl.mechanism: must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", `got "KERBEROS"`}},
-		{[]string{"run", "--config", cfg("security: {sasl: {mechanism: PLAIN, username: u}}\n")}, 1, []string{"security.sasl.password: must be set"}},
+		{[]string{"run", "--config", cfg("security: {sasl: {mechanism: PLAIN, username: u}}\n")}, 1, []string{"security.sasl.password: is required"}},
 		{[]string{"run", "--config", cfg("security: {tls: {ca_file: " + missing + "}}\n")}, 1, []string{"security.tls.ca_file: cannot read"}},
-		{[]string{"run", "--config", cfg("security: {tls: {cert_file: " + missing + "}}\n")}, 1, []string{"security.tls.key_file: must be set with tls.cert_file"}},
+		{[]string{"run", "--config", cfg("security: {tls: {cert_file: " + missing + "}}\n")}, 1, []string{"security.tls.key_file: is required with tls.cert_file"}},
 		// validate
 		{[]string{"validate", "--config", cfg("security: {sasl: {username: u}}\n")}, 1, nil},
 		// loadgen
