@@ -58,12 +58,14 @@ func Sample(ctx context.Context, opts []kgo.Opt, topic string, max int, timeout 
 	}
 	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), opts...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond))...)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.KeepControlRecords())...) // a transaction's marker may end a partition
 	if err != nil {
 		return nil, false, err
 	}
 	defer cl.Close()
 	byPart := map[int32][]Record{}
+	done := map[int32]bool{}
 	left := len(from)
 	for left > 0 {
 		fs := cl.PollFetches(ctx)
@@ -77,12 +79,15 @@ func Sample(ctx context.Context, opts []kgo.Opt, topic string, max int, timeout 
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end := ends[topic][r.Partition].Offset
-			if r.Offset >= end || len(byPart[r.Partition]) >= want[r.Partition] {
+			if r.Offset >= end || done[r.Partition] {
 				return
 			}
-			byPart[r.Partition] = append(byPart[r.Partition], Record{Key: r.Key, Value: r.Value,
-				Timestamp: r.Timestamp, Partition: r.Partition, Offset: r.Offset})
+			if !r.Attrs.IsControl() {
+				byPart[r.Partition] = append(byPart[r.Partition], Record{Key: r.Key, Value: r.Value,
+					Timestamp: r.Timestamp, Partition: r.Partition, Offset: r.Offset})
+			}
 			if r.Offset == end-1 || len(byPart[r.Partition]) == want[r.Partition] {
+				done[r.Partition] = true
 				left--
 			}
 		})
