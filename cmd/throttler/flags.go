@@ -68,7 +68,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 // flagInError finds a flag name in the standard library's parse errors
 // ("flag provided but not defined: -x", "invalid value … for flag -x",
 // "flag needs an argument: -x", "invalid boolean value … for -x").
-var flagInError = regexp.MustCompile(`(defined: |flag |argument: |for )-([A-Za-z0-9])`)
+var flagInError = regexp.MustCompile(`(defined: |flag |argument: |for )-([A-Za-z])`)
 
 // dashDash spells the flags of a parse error with two dashes.
 func dashDash(msg string) string { return flagInError.ReplaceAllString(msg, "$1--$2") }

@@ -167,11 +167,24 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 	}
 	log.Info().Strs("brokers", cfg.Brokers).Str("group", cfg.Group).Strs("input", cfg.Topics.Input).
 		Str("output", cfg.Topics.Output).Strs("budgets", names).Int("n_budgets", len(cfg.Budgets)).Msg("starting worker")
+	// The signal is logged when it comes, and in any case before the
+	// command returns: the goroutine is waited for.
+	ran, logged := make(chan struct{}), make(chan struct{})
 	go func() {
-		<-ctx.Done()
+		defer close(logged)
+		select {
+		case <-ctx.Done():
+		case <-ran:
+			if ctx.Err() == nil {
+				return // the worker ended on its own
+			}
+		}
 		log.Info().Msg("signal received: finishing records in flight, committing and leaving the group")
 	}()
-	if err := w.Run(ctx); err != nil {
+	err = w.Run(ctx)
+	close(ran)
+	<-logged
+	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil
