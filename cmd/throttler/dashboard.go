@@ -22,7 +22,7 @@ warning; per worker, its partitions, lag, aborted transactions and dead
 letters. Everything is served by this binary (no CDN).
 
 The JSON API behind the page (/api/v1/...) is for scripts too;
-docs/dashboard.md describes it. The curves are sampled every -sample and kept
+docs/dashboard.md describes it. The curves are sampled every --sample and kept
 in memory (bounded: docs/dashboard.md), so they begin when the dashboard
 starts. Exit status 0 after an interrupt, 1 when the topic cannot be read or
 the address not listened on, 2 for a bad flag.`,
