@@ -126,7 +126,10 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 			stops[i]()
 		}
 	}
-	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, w.cfg.statsClientOpts))
+	// The view's fetches wait for a quarter of the worker's FetchMinBytes,
+	// or a commit interval: its reports are read once per sync interval.
+	viewTuning := []kgo.Opt{kgo.FetchMinBytes(FetchMinBytes / 4), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval))}
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, viewTuning, w.cfg.statsClientOpts))
 	if err != nil {
 		return stop, fmt.Errorf("stats view: %w", err)
 	}
@@ -204,7 +207,8 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 
 func (w *Worker) newSession() (session, error) {
 	topics := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
-	opts := append(append(append(append(ClientTuning(), ProducerLimits()...), w.delayClientOpts()...), w.cfg.clientOpts...),
+	tuning := append(ClientTuning(), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval)))
+	opts := append(append(append(append(tuning, ProducerLimits()...), w.delayClientOpts()...), w.cfg.clientOpts...),
 		kgo.ConsumerGroup(w.cfg.group),
 		kgo.ConsumeTopics(topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
