@@ -251,9 +251,11 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 		w.tree.Tune(now)
 		if now.Sub(lastGauges) >= w.cfg.syncInterval {
 			lastGauges = now
+			w.m.beginGauges()
 			for _, c := range w.tree.Controllers() {
-				w.m.snapshot(c.Snapshot())
+				w.m.snapshot(c)
 			}
+			w.m.endGauges()
 			w.m.sweep(now, w.cfg.seriesIdle)
 			w.m.viewAge.Set(w.view.Age().Seconds())
 			if w.srm != nil {
