@@ -23,9 +23,9 @@ import (
 //     fraction tuned for the traffic before it, nor past the target
 //     before the next tune sees it (the allowance is granted afresh at
 //     every tune: a bucket carried over from tune to tune held back a
-//     scored budget's best events in a flash crowd); below the ideal
-//     course, half the node's part of the lag comes on top, so that the
-//     backlog of a budget far behind its course is not refused;
+//     scored budget's best events in a flash crowd); a budget its traffic
+//     cannot exhaust gets its part of what is left at once, so that the
+//     backlog of a budget far from its target is not refused;
 //   - one node at a time when few passes are left: once fewer passes
 //     remain than there are nodes (the last ones, which nodes deciding at
 //     once on the same picture would each take), and throughout for
@@ -121,16 +121,20 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 			limit = 1
 		}
 	}
-	// Below the ideal course the node may also pass its part of the lag at
-	// once, halved because the nodes' parts (each at least its share) may
-	// add up to twice the whole: a backlog of a budget far behind its
-	// course, let alone far from its target, is not refused for its speed.
+	// A budget its traffic cannot exhaust has no over side to guard: the
+	// node may pass its part of what is left at once, so that a backlog of
+	// a budget far from its target is never refused for its speed. That
+	// is, what is left is more than four times what the cluster offers
+	// until the end of the period, at the rate measured or at the average
+	// over the period so far, whichever is more (a stall depresses the
+	// rate measured, not the traffic to come).
 	free := 0.0
-	if lag := (c.sched.ideal(t+g.lead, e.start, e.end)-g.achieved)/g.conv - e.margin; lag > 0 {
-		free = math.Floor(lag * part / 2)
-		if c.single {
-			free = math.Floor(lag / 2)
-		}
+	traffic := e.rate
+	if t > e.start {
+		traffic = max(traffic, e.offered/(float64(t-e.start)/1e9))
+	}
+	if left > 4*traffic*float64(e.end-t)/1e9 {
+		free = limit
 	}
 	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
 }

@@ -182,25 +182,27 @@ func TestAllowanceStaleBatchInstant(t *testing.T) {
 	}
 }
 
-// A backlog of a budget well behind its course is not refused for its
-// speed: the node passes its part of the lag at once, besides the bucket.
-// A budget on its course still gets no more than the bucket.
-func TestAllowanceFreeBelowCourse(t *testing.T) {
+// A backlog of a budget its traffic cannot exhaust is not refused for its
+// speed; a budget its traffic can exhaust still gets no more than the
+// bucket, even well behind its course.
+func TestAllowanceFarFromTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		target  float64
 		stall   time.Duration
 		atLeast int
 		atMost  int
 	}{
 		// 100/s ideal, 200/s offered: on course, a burst gets the
 		// bucket, a sync interval at the ideal rate.
-		{"on course", 0, 90, 110},
-		// 60 s with nothing read: 6,000 behind. Half the lag at once,
-		// and the bucket: a sync interval at the catch-up rate (five
-		// times the ideal).
-		{"60 s behind", 60 * time.Second, 3000, 3500},
+		{"on course", 360000, 0, 90, 110},
+		// 60 s with nothing read, 6,000 behind: the bucket, a sync
+		// interval at the catch-up rate (five times the ideal).
+		{"60 s behind", 360000, 60 * time.Second, 450, 550},
+		// 1,000/s ideal, 200/s offered: the whole burst.
+		{"far from its target", 3600000, 0, 5000, 5000},
 	} {
-		b := Budget{Name: "c", Target: 360000, Begin: t0, End: at(time.Hour)}
+		b := Budget{Name: "c", Target: tc.target, Begin: t0, End: at(time.Hour)}
 		tree := mustTree(t, []Budget{b}, PriorShare(1))
 		l := mustOpen(t, tree, "p0", t0).Lane("c")
 		now := time.Duration(0)
