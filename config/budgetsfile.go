@@ -165,8 +165,9 @@ func (f *fileBudgets) of(i int) (string, int, bool) {
 }
 
 // readBudgetsFile appends the budgets of c.BudgetsFile (relative to dir
-// when not absolute) to c.Budgets. Problems name the file and line, or
-// budgets_file when it cannot be opened.
+// when not absolute) to c.Budgets: those of the lines that decode.
+// Problems name the file and line, or budgets_file when it cannot be
+// opened.
 func (c *Config) readBudgetsFile(dir string) Problems {
 	path := c.BudgetsFile
 	if !filepath.IsAbs(path) && dir != "" {
@@ -180,11 +181,10 @@ func (c *Config) readBudgetsFile(dir string) Problems {
 	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
 		return Problems{{Path: "budgets_file", Reason: path + " is not a regular file", Line: c.lines["budgets_file"]}}
 	}
+	// The lines that decode are kept (and validated), those that do not
+	// are the problems.
 	bs, lines, ps := ReadBudgets(f, c.BudgetsFile)
-	if len(ps) > 0 {
-		return ps
-	}
 	c.file = &fileBudgets{path: c.BudgetsFile, first: len(c.Budgets), lines: lines}
 	c.Budgets = append(c.Budgets, bs...)
-	return nil
+	return ps
 }

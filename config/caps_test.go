@@ -82,14 +82,14 @@ func TestCapProblems(t *testing.T) {
 		caps string
 		want []wantLine
 	}{
-		{"no rate", "  - name: u\n", []wantLine{{"caps[0].rate", "must be set", 12}}},
+		{"no rate", "  - name: u\n", []wantLine{{"caps[0].rate", "is required, as", 12}}},
 		{"bad rate", "  - name: u\n    rate: 3 per hour\n", []wantLine{{"caps[0].rate", `want "count/period"`, 13}}},
 		{"zero count", "  - name: u\n    rate: 0/1h\n", []wantLine{{"caps[0].rate", "count must be positive", 13}}},
 		{"negative burst", "  - name: u\n    burst: -1\n    rate: 1/1h\n", []wantLine{{"caps[0].burst", "at least 0", 13}}},
 		{"burst not a number", "  - name: u\n    burst: lots\n    rate: 1/1h\n", []wantLine{{"caps[0].burst", "want an integer", 13}}},
 		{"too fast", "  - name: u\n    rate: 2000000000/1s\n", []wantLine{{"caps[0].rate", "more than one per nanosecond", 13}}},
 		{"window too long", "  - name: u\n    burst: 1000000000\n    rate: 1/24h\n", []wantLine{{"caps[0].burst", "longest supported window", 13}}},
-		{"no name", "  - rate: 1/1h\n", []wantLine{{"caps[0].name", "must not be empty", 12}}},
+		{"no name", "  - rate: 1/1h\n", []wantLine{{"caps[0].name", "is required", 12}}},
 		{"duplicate", "  - {name: u, rate: 1/1h}\n  - {name: u, rate: 2/1h}\n", []wantLine{{"caps[1].name", "also the name of caps[0]", 13}}},
 		{"budget name", "  - {name: a, rate: 1/1h}\n", []wantLine{{"caps[0].name", "also the name of budgets[0]", 12}}},
 		{"bad paths", "  - {name: u, rate: 1/1h, key: a..b, quantity: 'q r'}\n", []wantLine{

@@ -2,10 +2,13 @@
 // throttler worker.
 //
 // Load reads a file and Parse reads bytes; both decode strictly (a field
-// the schema does not know is an error), fill in defaults and validate, and
-// return every problem at once as a Problems error that wraps ErrInvalid.
-// Each Problem names the field by its YAML path ("budgets[2].end") and,
-// when the config came from YAML, the line it is on.
+// the schema does not know is an error, with the known field it likely
+// misspells), fill in defaults and validate, and return every problem at
+// once, in one pass (values of the wrong type, unknown fields, required
+// fields left out, every rule broken), as a Problems error that wraps
+// ErrInvalid. Each Problem names the field by its YAML path
+// ("budgets[2].end") and, when the config came from YAML, the line it is
+// on.
 //
 // A complete file, with the defaults of the optional fields:
 //

@@ -31,7 +31,7 @@ func TestFormats(t *testing.T) {
 	checkProblems(t, c.Validate(),
 		want{"fields.key", "dot-separated names"},
 		want{"schema_registry.urls[0]", "want http://host:port"},
-		want{"schema_registry.username", "must be set with a password"},
+		want{"schema_registry.username", "is required with a password"},
 	)
 }
 

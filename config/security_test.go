@@ -20,8 +20,8 @@ func TestSecurityProblems(t *testing.T) {
 		want       []want
 	}{
 		{"unknown mechanism", "sasl: {mechanism: GSSAPI, username: u, password: p}", []want{{"security.sasl.mechanism", `got "GSSAPI"`}}},
-		{"no user", "sasl: {mechanism: PLAIN, password: p}", []want{{"security.sasl.username", "must be set"}}},
-		{"no password", "sasl: {mechanism: SCRAM-SHA-256, username: u}", []want{{"security.sasl.password", "must be set"}}},
+		{"no user", "sasl: {mechanism: PLAIN, password: p}", []want{{"security.sasl.username", "is required with sasl.mechanism"}}},
+		{"no password", "sasl: {mechanism: SCRAM-SHA-256, username: u}", []want{{"security.sasl.password", "is required with sasl.mechanism"}}},
 		{"two passwords", "sasl: {mechanism: PLAIN, username: u, password: p, password_env: HOME}", []want{{"security.sasl.password", "set one of"}}},
 		{"password env unset", "sasl: {mechanism: PLAIN, username: u, password_env: THROTTLER_TEST_UNSET}", []want{{"security.sasl.password_env", "not set"}}},
 		{"password file missing", "sasl: {mechanism: PLAIN, username: u, password_file: " + missing + "}", []want{{"security.sasl.password_file", "cannot read"}}},
@@ -29,8 +29,8 @@ func TestSecurityProblems(t *testing.T) {
 		{"ca file missing", "tls: {ca_file: " + missing + "}", []want{{"security.tls.ca_file", "cannot read"}}},
 		{"ca file a directory", "tls: {ca_file: " + dir + "}", []want{{"security.tls.ca_file", "not a regular file"}}},
 		{"password file a device", "sasl: {mechanism: PLAIN, username: u, password_file: /dev/zero}", []want{{"security.sasl.password_file", "not a regular file"}}},
-		{"cert without key", "tls: {cert_file: " + ca + "}", []want{{"security.tls.key_file", "must be set with tls.cert_file"}}},
-		{"key without cert", "tls: {key_file: " + ca + "}", []want{{"security.tls.cert_file", "must be set with tls.key_file"}}},
+		{"cert without key", "tls: {cert_file: " + ca + "}", []want{{"security.tls.key_file", "is required with tls.cert_file"}}},
+		{"key without cert", "tls: {key_file: " + ca + "}", []want{{"security.tls.cert_file", "is required with tls.key_file"}}},
 		{"good", "tls: {ca_file: " + ca + "}\n  sasl: {mechanism: scram-sha-512, username: u, password: p}", nil},
 	}
 	for _, c := range cases {

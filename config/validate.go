@@ -80,14 +80,18 @@ type checker struct {
 	problems Problems
 	lines    map[string]int
 	file     *fileBudgets // the budgets of the budgets file, if any
+	cfg      *Config      // the config checked, to tell unset fields (see unset)
 }
 
-func (c *Config) checker() *checker { return &checker{lines: c.lines, file: c.file} }
+func (c *Config) checker() *checker { return &checker{lines: c.lines, file: c.file, cfg: c} }
 
 func (v *checker) add(path, reason string) {
 	if p, ok := v.inFile(path, reason); ok {
 		v.problems = append(v.problems, p)
 		return
+	}
+	if v.unset(path) {
+		reason = required(reason)
 	}
 	v.problems = append(v.problems, Problem{Path: path, Reason: reason, Line: v.line(path)})
 }

@@ -15,6 +15,13 @@ import (
 // (node kinds, tags, values, positions), never the wording of yaml's error
 // messages: a scalar is checked by decoding that one node into its field's
 // type, which either works or does not.
+//
+// The check also makes the tree decodable, so that validation can go on in
+// the same pass: a value of the wrong type becomes null (its field keeps
+// its zero value), a repeated key is dropped (the first one counts), and an
+// unknown key is left for the decoder to ignore. Validation problems that
+// only restate one of these (a zero value where the wrong type was, the
+// field a misspelt key meant) are then left out: see explains.
 
 var (
 	timeType     = reflect.TypeOf(time.Time{})
@@ -25,10 +32,43 @@ var (
 // schemaCheck walks a YAML tree beside the Go type it decodes into.
 type schemaCheck struct {
 	problems Problems
+	// explained are the paths whose validation problems would restate a
+	// problem found: values of the wrong type (now null) and the fields
+	// that misspelt keys were taken for.
+	explained []string
 }
 
 func (s *schemaCheck) add(path, reason string, line int) {
 	s.problems = append(s.problems, Problem{Path: path, Reason: reason, Line: line})
+}
+
+// wrongType reports that n, at path, is not what its field wants and
+// turns n into null, so that the tree decodes with the field at its zero
+// value.
+func (s *schemaCheck) wrongType(n *yaml.Node, path, want string) {
+	s.add(path, "want "+want+", got "+got(n), n.Line)
+	s.explained = append(s.explained, path)
+	*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
+}
+
+// explains reports whether a validation problem at path only restates a
+// problem the check found: it is at or under a value of the wrong type, or
+// at or under the field that a misspelt key meant.
+func (s *schemaCheck) explains(path string) bool {
+	for _, p := range s.explained {
+		if within(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path is p or a path under it ("" is the root).
+func within(path, p string) bool {
+	if p == "" || path == p {
+		return true
+	}
+	return strings.HasPrefix(path, p) && (path[len(p)] == '.' || path[len(p)] == '[')
 }
 
 // check checks n, at path, against t; in is the struct type holding the
@@ -56,7 +96,7 @@ func (s *schemaCheck) check(n *yaml.Node, t reflect.Type, path string, in reflec
 		s.scalar(n, t, path)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			s.add(path, "want a list, got "+got(n), n.Line)
+			s.wrongType(n, path, "a list")
 			return
 		}
 		for i, c := range n.Content {
@@ -70,33 +110,56 @@ func (s *schemaCheck) check(n *yaml.Node, t reflect.Type, path string, in reflec
 // mapping checks the keys of a mapping against the fields of struct t.
 func (s *schemaCheck) mapping(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.MappingNode {
-		s.add(path, "want a mapping, got "+got(n), n.Line)
+		s.wrongType(n, path, "a mapping")
 		return
 	}
 	seen := make(map[string]int, len(n.Content)/2)
+	kept := n.Content[:0]
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		p := k.Value
-		if path != "" {
-			p = path + "." + k.Value
-		}
+		p := join(path, k.Value)
 		if first, dup := seen[k.Value]; dup {
 			s.add(p, "duplicate key (first at line "+strconv.Itoa(first)+")", k.Line)
-			continue
+			continue // dropped: the decoder refuses repeated keys
 		}
 		seen[k.Value] = k.Line
+		kept = append(kept, k, v)
 		f, ok := fieldByKey(t, k.Value)
 		if !ok {
-			s.add(p, "unknown field", k.Line)
+			reason := "unknown field"
+			if m := suggest(k.Value, t); m != "" {
+				reason += "; did you mean `" + m + "`?"
+				s.explained = append(s.explained, join(path, m))
+			}
+			s.add(p, reason, k.Line)
 			continue
 		}
 		s.check(v, f.Type, p, t)
 	}
+	n.Content = kept
+}
+
+// join returns the path of field key under path.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 // fieldByKey returns the field of struct t whose yaml key is key,
 // looking into inlined structs (`yaml:",inline"`) as yaml does.
 func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	index, ok := fieldIndex(t, key)
+	if !ok {
+		return reflect.StructField{}, false
+	}
+	return t.FieldByIndex(index), true
+}
+
+// fieldIndex returns the index sequence (reflect.Type.FieldByIndex) of
+// the field of struct t whose yaml key is key.
+func fieldIndex(t reflect.Type, key string) ([]int, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
@@ -104,22 +167,22 @@ func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 			continue
 		}
 		if name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
-			if g, ok := fieldByKey(f.Type, key); ok {
-				return g, true
+			if sub, ok := fieldIndex(f.Type, key); ok {
+				return append([]int{i}, sub...), true
 			}
 			continue
 		}
 		if name == key {
-			return f, true
+			return []int{i}, true
 		}
 	}
-	return reflect.StructField{}, false
+	return nil, false
 }
 
 // scalar checks that n decodes into a value of type t.
 func (s *schemaCheck) scalar(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.ScalarNode || n.Decode(reflect.New(t).Interface()) != nil {
-		s.add(path, "want "+describe(t)+", got "+got(n), n.Line)
+		s.wrongType(n, path, describe(t))
 	}
 }
 
@@ -134,7 +197,7 @@ func (s *schemaCheck) time(n *yaml.Node, path string, strict bool) {
 		bad = err != nil
 	}
 	if bad {
-		s.add(path, "want "+describe(timeType)+", got "+got(n), n.Line)
+		s.wrongType(n, path, describe(timeType))
 	}
 }
 
@@ -200,10 +263,7 @@ func walk(n *yaml.Node, path string, fn func(path string, line int)) {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
+			p := join(path, k.Value)
 			fn(p, k.Line)
 			walk(v, p, fn)
 		}

@@ -42,6 +42,20 @@ type metrics struct {
 	openLanes   prometheus.Gauge
 
 	series budgetSeries // the budgets that have series, and when they were last active
+	// gauges: the budget gauges of each active controller, set from its
+	// snapshot, and the tuner pass that last met it (the tuner's
+	// goroutine only)
+	gauges     map[*flow.Controller]*budgetGauges
+	gaugesPass uint64
+}
+
+// budgetGauges are the gauge series of one budget, as of the snapshot
+// they were last set from.
+type budgetGauges struct {
+	at   time.Time // the snapshot's instant
+	gen  uint64    // series.gen when the handles were taken
+	pass uint64
+	g    [5]prometheus.Gauge // working, ideal, local share, cut, lag
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -84,21 +98,55 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Stats topic records the stats view skipped since the worker started: they do not decode, or break the limits (docs/operations.md)."})
 	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.viewSkipped, m.openLanes)
 	m.series.last = map[string]time.Time{}
+	m.gauges = map[*flow.Controller]*budgetGauges{}
 	return m
 }
 
 // snapshot sets the gauges of one budget from its controller's snapshot.
-func (m *metrics) snapshot(s flow.Snapshot) {
+//
+// A controller not tuned since its gauges were last set changes nothing,
+// and costs a map lookup: the gauges of the controllers a worker holds
+// follow those that are tuned, not all of them. Called by the tuner's
+// goroutine, between beginGauges and endGauges.
+func (m *metrics) snapshot(c *flow.Controller) {
+	bg := m.gauges[c]
+	if bg == nil {
+		bg = &budgetGauges{}
+		m.gauges[c] = bg
+	}
+	bg.pass = m.gaugesPass
+	s := c.Snapshot()
+	gen := m.series.generation()
+	if s.At.Equal(bg.at) && gen == bg.gen && bg.g[0] != nil {
+		return
+	}
 	m.series.seen(s.Budget)
-	m.workingRate.WithLabelValues(s.Budget).Set(s.WorkingPassRate)
-	m.idealRate.WithLabelValues(s.Budget).Set(s.IdealPassRate)
-	m.localShare.WithLabelValues(s.Budget).Set(s.LocalProportion)
+	if gen != bg.gen || bg.g[0] == nil {
+		for i, v := range []*prometheus.GaugeVec{m.workingRate, m.idealRate, m.localShare, m.scoreCut, m.lagIdeal} {
+			bg.g[i] = v.WithLabelValues(s.Budget)
+		}
+		bg.gen = gen
+	}
+	bg.at = s.At
 	cut := s.Cut
 	if math.IsInf(cut, 0) || math.IsNaN(cut) {
 		cut = math.MaxFloat64
 	}
-	m.scoreCut.WithLabelValues(s.Budget).Set(cut)
-	m.lagIdeal.WithLabelValues(s.Budget).Set(s.Lag)
+	for i, v := range [5]float64{s.WorkingPassRate, s.IdealPassRate, s.LocalProportion, cut, s.Lag} {
+		bg.g[i].Set(v)
+	}
+}
+
+// beginGauges starts a tuner pass over the active controllers (snapshot
+// for each); endGauges forgets the controllers the pass did not meet.
+func (m *metrics) beginGauges() { m.gaugesPass++ }
+
+func (m *metrics) endGauges() {
+	for c, bg := range m.gauges {
+		if bg.pass != m.gaugesPass {
+			delete(m.gauges, c)
+		}
+	}
 }
 
 // rejectKey identifies a rejected counter of a partition.
@@ -315,6 +363,13 @@ type budgetSeries struct {
 	now  time.Time            // the instant seen stamps: the last sweep's
 	last map[string]time.Time // by budget: last seen active
 	gen  uint64               // bumped by a sweep that deletes series: the counters budgetCounts keep are stale
+}
+
+// generation returns gen.
+func (s *budgetSeries) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }
 
 // seen notes that budget is active (counted, or has a controller here).

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/throttler/throttler/flow"
 )
 
 // TestCountsFlush checks a partition's counts against the metrics they
@@ -75,4 +77,83 @@ func TestCountsFlush(t *testing.T) {
 		t.Fatalf("after %d idle flushes the counts keep %d budgets, %d dirty, last %v; want none", 2*keepIdleFlushes+1, len(c.budgets), len(c.dirty), c.last)
 	}
 	want("throttler_passed_total", a, 5)
+}
+
+// TestBudgetGauges checks the per-budget gauges the tuner sets from the
+// controllers' snapshots: set after a tune, unchanged (and not looked up
+// again) while the controller is not tuned, set anew after a sweep deleted
+// them, and forgotten with their controller.
+func TestBudgetGauges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tree, err := flow.NewTree([]flow.Budget{{Name: "a", Target: 1000, Begin: t0, End: t0.Add(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := tree.Open("events/0", t0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := src.Lane("a")
+	pass := func() {
+		m.beginGauges()
+		for _, c := range tree.Controllers() {
+			m.snapshot(c)
+		}
+		m.endGauges()
+	}
+	a := map[string]string{"budget": "a"}
+	gaugeOf := func(name string) float64 {
+		t.Helper()
+		v, ok := gauge(t, reg, name, a)
+		if !ok {
+			t.Fatalf("%s{budget=a}: no series", name)
+		}
+		return v
+	}
+	now := t0
+	for range 20 {
+		l.Decide(now, 0)
+		now = now.Add(100 * time.Millisecond)
+		tree.Tune(now)
+	}
+	pass()
+	snap := tree.Controller("a").Snapshot()
+	if got := gaugeOf("throttler_working_pass_rate"); got != snap.WorkingPassRate {
+		t.Fatalf("working pass rate gauge %v, snapshot %v", got, snap.WorkingPassRate)
+	}
+	if got := gaugeOf("throttler_lag_behind_ideal"); got != snap.Lag {
+		t.Fatalf("lag gauge %v, snapshot %v", got, snap.Lag)
+	}
+	// A sweep deletes the series; the next pass sets them again.
+	if n := m.sweep(now.Add(time.Hour), time.Minute); n != 1 {
+		t.Fatalf("sweep deleted %d budgets' series, want 1", n)
+	}
+	if _, ok := gauge(t, reg, "throttler_working_pass_rate", a); ok {
+		t.Fatal("series left after the sweep")
+	}
+	pass()
+	if got := gaugeOf("throttler_working_pass_rate"); got != snap.WorkingPassRate {
+		t.Fatalf("after the sweep: working pass rate gauge %v, snapshot %v", got, snap.WorkingPassRate)
+	}
+	// A new tune moves the gauges.
+	for range 50 {
+		l.Decide(now, 0)
+		l.Decide(now, 0)
+		now = now.Add(100 * time.Millisecond)
+		tree.Tune(now)
+	}
+	pass()
+	snap = tree.Controller("a").Snapshot()
+	if got := gaugeOf("throttler_lag_behind_ideal"); got != snap.Lag {
+		t.Fatalf("after tunes: lag gauge %v, snapshot %v", got, snap.Lag)
+	}
+	// The controller gone, its gauges are forgotten.
+	tree.Close(src, now)
+	tree.Tune(now.Add(time.Hour))
+	pass()
+	if len(m.gauges) != 0 {
+		t.Fatalf("%d controllers' gauges kept after their controllers were dropped", len(m.gauges))
+	}
 }

@@ -127,7 +127,10 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 			stops[i]()
 		}
 	}
-	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, w.cfg.statsClientOpts))
+	// The view's fetches wait for a quarter of the worker's FetchMinBytes,
+	// or a commit interval: its reports are read once per sync interval.
+	viewTuning := []kgo.Opt{kgo.FetchMinBytes(FetchMinBytes / 4), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval))}
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, viewTuning, w.cfg.statsClientOpts))
 	if err != nil {
 		return stop, fmt.Errorf("stats view: %w", err)
 	}
@@ -205,7 +208,8 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 
 func (w *Worker) newSession() (session, error) {
 	topics := append(append([]string(nil), w.cfg.topics.Input...), w.cfg.topics.Rewards...)
-	opts := append(append(append(append(ClientTuning(), ProducerLimits()...), w.delayClientOpts()...), w.cfg.clientOpts...),
+	tuning := append(ClientTuning(), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval)))
+	opts := append(append(append(append(tuning, ProducerLimits()...), w.delayClientOpts()...), w.cfg.clientOpts...),
 		kgo.ConsumerGroup(w.cfg.group),
 		kgo.ConsumeTopics(topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -249,9 +253,11 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 		w.tree.Tune(now)
 		if now.Sub(lastGauges) >= w.cfg.syncInterval {
 			lastGauges = now
+			w.m.beginGauges()
 			for _, c := range w.tree.Controllers() {
-				w.m.snapshot(c.Snapshot())
+				w.m.snapshot(c)
 			}
+			w.m.endGauges()
 			w.m.sweep(now, w.cfg.seriesIdle)
 			w.m.viewAge.Set(w.view.Age().Seconds())
 			skipped = w.viewSkipped(skipped)

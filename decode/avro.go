@@ -56,18 +56,23 @@ type avroPlan struct{ root *avroNode }
 // compileAvro parses s (and its references, dependencies first) and
 // compiles its plan for the paths of ps.
 func compileAvro(s Schema, ps *pathSet, numOnly uint32) (*avroPlan, error) {
+	sch, err := parseAvro(s)
+	if err != nil {
+		return nil, err
+	}
+	c := avroCompiler{ps: ps, numOnly: numOnly, skip: map[avro.Schema]*avroNode{}}
+	return &avroPlan{root: c.node(sch, uint32(1)<<len(ps.segs)-1, 0)}, nil
+}
+
+// parseAvro parses s, its references first.
+func parseAvro(s Schema) (avro.Schema, error) {
 	cache := &avro.SchemaCache{} // named types of this schema only
 	for _, r := range s.References {
 		if _, err := avro.ParseWithCache(r.Text, "", cache); err != nil {
 			return nil, fmt.Errorf("reference %s: %w", r.Name, err)
 		}
 	}
-	sch, err := avro.ParseWithCache(s.Text, "", cache)
-	if err != nil {
-		return nil, err
-	}
-	c := avroCompiler{ps: ps, numOnly: numOnly, skip: map[avro.Schema]*avroNode{}}
-	return &avroPlan{root: c.node(sch, uint32(1)<<len(ps.segs)-1, 0)}, nil
+	return avro.ParseWithCache(s.Text, "", cache)
 }
 
 type avroCompiler struct {

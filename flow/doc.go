@@ -79,7 +79,9 @@
 // the node's part of the wanted rate and never more than its part of what
 // is left of the target, so that a burst (a backlog read at once after a
 // stall) is not passed at a fraction tuned for the traffic before it, nor
-// past the target before the next tune. And the last few passes of a
+// past the target before the next tune; a budget its traffic cannot
+// exhaust gets its part of what is left at once, so that a budget far
+// from its target never refuses a backlog for its speed. And the last few passes of a
 // budget, as well as every pass of an unscored budget too small to give
 // each node a pass per sync interval, are made by one node at a time: the
 // one owning the first source by name.

@@ -23,7 +23,9 @@ import (
 //     fraction tuned for the traffic before it, nor past the target
 //     before the next tune sees it (the allowance is granted afresh at
 //     every tune: a bucket carried over from tune to tune held back a
-//     scored budget's best events in a flash crowd);
+//     scored budget's best events in a flash crowd); a budget its traffic
+//     cannot exhaust gets its part of what is left at once, so that the
+//     backlog of a budget far from its target is not refused;
 //   - one node at a time when few passes are left: once fewer passes
 //     remain than there are nodes (the last ones, which nodes deciding at
 //     once on the same picture would each take), and throughout for
@@ -33,11 +35,18 @@ import (
 //     its own passes.
 
 // allowance is what a node's lanes of one budget may pass, shared by the
-// lanes (one atomic add per pass): a token bucket that starts with burst
-// tokens at from and fills at rate per nanosecond, never past limit
-// passes in all.
+// lanes (one atomic add per pass): free passes, plus a token bucket that
+// starts with burst tokens at from and fills at rate per nanosecond, never
+// past limit passes in all.
+//
+// An instant before from counts as from. Lanes decide with the instant
+// their batch was taken, which can precede the tune that granted the
+// allowance: a partition goroutine behind the poll loop (a loaded machine,
+// a decode waiting for the schema registry), or a clock stepped forward
+// between the two. Such a pass is still one of this tune's.
 type allowance struct {
 	limit int64
+	free  float64
 	from  int64
 	burst float64
 	rate  float64
@@ -51,7 +60,7 @@ type allowance struct {
 func (a *allowance) take(t int64, capped bool) bool {
 	for {
 		n := a.used.Load() + 1
-		if (capped && n > a.limit) || float64(n) > a.burst+a.rate*float64(t-a.from) {
+		if (capped && n > a.limit) || float64(n) > a.free+a.burst+a.rate*float64(max(t-a.from, 0)) {
 			return false
 		}
 		if a.used.CompareAndSwap(n-1, n) {
@@ -112,7 +121,22 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 			limit = 1
 		}
 	}
-	prm.allow = &allowance{limit: int64(max(limit, 0)), from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
+	// A budget its traffic cannot exhaust has no over side to guard: the
+	// node may pass its part of what is left at once, so that a backlog of
+	// a budget far from its target is never refused for its speed. That
+	// is, what is left is more than four times what the cluster offers
+	// until the end of the period, at the rate measured or at the average
+	// over the period so far, whichever is more (a stall depresses the
+	// rate measured, not the traffic to come).
+	free := 0.0
+	traffic := e.rate
+	if t > e.start {
+		traffic = max(traffic, e.offered/(float64(t-e.start)/1e9))
+	}
+	if left > 4*traffic*float64(e.end-t)/1e9 {
+		free = limit
+	}
+	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
 }
 
 // sparse reports whether an unscored budget is too small for every node to

@@ -152,3 +152,71 @@ func TestBacklogEverywhereHoldsTarget(t *testing.T) {
 		t.Errorf("%d passes, more than 3%% under the target", total)
 	}
 }
+
+// Lanes decide with the instant their batch was taken, which can precede
+// the tune that granted the node's allowance: a partition goroutine
+// behind the poll loop, a decode that waited for the schema registry, a
+// clock stepped forward between the batch and the tune. The allowance
+// takes such an instant for its own start: a budget far from its target
+// passes every event, however old the batch's instant.
+func TestAllowanceStaleBatchInstant(t *testing.T) {
+	b := Budget{Name: "a", Target: 1e12, Begin: t0, End: at(25 * time.Hour)}
+	tree := mustTree(t, []Budget{b}, PriorShare(0.5))
+	l := mustOpen(t, tree, "p0", at(time.Hour)).Lane("a")
+	now := time.Hour
+	step := func() {
+		tree.Tune(at(now))
+		offer(l, at(now), 100*time.Millisecond, 20, 0)
+		now += 100 * time.Millisecond
+	}
+	for range 50 {
+		step()
+	}
+	tree.Sync(at(now), &MemoryExchange{})
+	for _, behind := range []time.Duration{0, 100 * time.Millisecond, 600 * time.Millisecond, 2 * time.Second, 20 * time.Second, 2 * time.Minute} {
+		tree.Tune(at(now))
+		if got := offer(l, at(now-behind), 0, 100, 0); got != 100 {
+			t.Errorf("a batch taken %v before the tune: %d of 100 passed, want all", behind, got)
+		}
+		step()
+	}
+}
+
+// A backlog of a budget its traffic cannot exhaust is not refused for its
+// speed; a budget its traffic can exhaust still gets no more than the
+// bucket, even well behind its course.
+func TestAllowanceFarFromTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		target  float64
+		stall   time.Duration
+		atLeast int
+		atMost  int
+	}{
+		// 100/s ideal, 200/s offered: on course, a burst gets the
+		// bucket, a sync interval at the ideal rate.
+		{"on course", 360000, 0, 90, 110},
+		// 60 s with nothing read, 6,000 behind: the bucket, a sync
+		// interval at the catch-up rate (five times the ideal).
+		{"60 s behind", 360000, 60 * time.Second, 450, 550},
+		// 1,000/s ideal, 200/s offered: the whole burst.
+		{"far from its target", 3600000, 0, 5000, 5000},
+	} {
+		b := Budget{Name: "c", Target: tc.target, Begin: t0, End: at(time.Hour)}
+		tree := mustTree(t, []Budget{b}, PriorShare(1))
+		l := mustOpen(t, tree, "p0", t0).Lane("c")
+		now := time.Duration(0)
+		for range 100 {
+			tree.Tune(at(now))
+			offer(l, at(now), 100*time.Millisecond, 20, 0)
+			now += 100 * time.Millisecond
+		}
+		now += tc.stall
+		tree.Sync(at(now), &MemoryExchange{})
+		got := offer(l, at(now), 0, 5000, 0)
+		t.Logf("%s: %d of a burst of 5000 passed", tc.name, got)
+		if got < tc.atLeast || got > tc.atMost {
+			t.Errorf("%s: %d of a burst of 5000 passed, want %d to %d", tc.name, got, tc.atLeast, tc.atMost)
+		}
+	}
+}

@@ -17,8 +17,9 @@ import (
 var assignCmd = &command{
 	name:    "assign",
 	summary: "show which experiment and variant each key gets in every layer, and its bucket (no Kafka)",
-	args:    "KEY [KEY...]",
-	doc: `Loads the config file's layers and prints, for each key and each layer, the
+	args:    "FILE KEY [KEY...]",
+	doc: `Loads the layers of the config file FILE (or --config FILE, then every
+argument is a key) and prints, for each key and each layer, the
 experiment and variant the key is in (none when no experiment of the layer
 holds it), the layer's hash scheme and the key's bucket: the scheme's raw
 value that decided it (throttler: the layer bucket, 0 to 9999; growthbook:
@@ -36,16 +37,17 @@ schemes. Exit status 0 when it printed, 1 for a config file that cannot be
 read or is invalid (its problems are printed as by validate), 2 for a bad
 flag or no key.`,
 	setup: func(fs *flag.FlagSet) action {
-		path := fs.String("config", "", "worker config `file` whose layers assign the keys (required)")
+		flagPath := fs.String("config", "", "worker config `file` whose layers assign the keys (or give it as the first argument)")
 		asJSON := fs.Bool("json", false, "print one JSON object per key and layer instead of a table")
 		return func(_ context.Context, e *env) error {
-			if *path == "" {
-				return &usageError{"flag -config is required"}
+			path, keys, err := fileArg("config", *flagPath, e.args)
+			if err != nil {
+				return err
 			}
-			if len(e.args) == 0 {
-				return &usageError{"no key: give one or more keys after the flags"}
+			if len(keys) == 0 {
+				return &usageError{"no key: give one or more keys after the file"}
 			}
-			c, err := config.Load(*path)
+			c, err := config.Load(path)
 			var ps config.Problems
 			if errors.As(err, &ps) {
 				for _, p := range ps {
@@ -60,7 +62,7 @@ flag or no key.`,
 			if err != nil { // validated by Load
 				return err
 			}
-			return printPlacements(e.stdout, sp, e.args, *asJSON)
+			return printPlacements(e.stdout, sp, keys, *asJSON)
 		}
 	},
 }

@@ -156,10 +156,11 @@ func TestAssignBadCommandLines(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"assign", "k"}, exitUsage, "flag -config is required"},
+		{[]string{"assign"}, exitUsage, "no file: give it as the first argument (or with --config)"},
+		{[]string{"assign", good}, exitUsage, "no key"},
 		{[]string{"assign", "--config", good}, exitUsage, "no key"},
-		{[]string{"assign", "--json=maybe", "--config", good, "k"}, exitUsage, "-json"},
-		{[]string{"assign", "--brokers", "x", "--config", good, "k"}, exitUsage, "-brokers"},
+		{[]string{"assign", "--json=maybe", "--config", good, "k"}, exitUsage, "--json"},
+		{[]string{"assign", "--brokers", "x", "--config", good, "k"}, exitUsage, "--brokers"},
 		{[]string{"assign", "--config", filepath.Join(t.TempDir(), "missing.yaml"), "k"}, exitFailure, "missing.yaml"},
 		{[]string{"assign", "--config", bad, "k"}, exitFailure, `layers[0].experiments[0].hash: must be one of throttler, growthbook, optimizely, statsig, unleash, got "growthbok"`},
 	} {

@@ -19,38 +19,38 @@ var benchCmd = &command{
 	name:    "bench",
 	summary: "measure the pipeline against a raw consume→produce passthrough",
 	doc: `Starts an embedded broker (kfake, with a temporary data directory) on a
-free loopback port, produces -records synthetic events once, then runs, in
+free loopback port, produces --records synthetic events once, then runs, in
 alternation, a raw franz-go consume→produce passthrough and the full worker
-pipeline over them, -rounds times each, with a fresh consumer group and
+pipeline over them, --rounds times each, with a fresh consumer group and
 fresh output topics per round. Both sides use the same client settings,
 delivery mode and commit cadence; a round's rate counts the records
 committed after the group's first commit, over the time to the last one.
 
-With -format avro or protobuf the events are in that format, framed for
+With --format avro or protobuf the events are in that format, framed for
 a schema registry run in the process (the worker fetches the schema once).
 
 The pipeline decodes budget=campaign, key=user, id=id, time=ts, and paces
--budgets window budgets to pass about half of their events each (sync
+--budgets window budgets to pass about half of their events each (sync
 interval 100ms, lag made up over the whole window, so that it settles within
-the run); no experiments. With -budgets 1 (the default) every event names
+the run); no experiments. With --budgets 1 (the default) every event names
 budget "a"; with N > 1 the events name budgets b-0 … b-(N-1), drawn by rank
-with Zipf exponent -budget-skew (rank 0 the most frequent; default 1.1), or
-uniformly with -budget-skew 0, and each budget's target is half of its share.
+with Zipf exponent --budget-skew (rank 0 the most frequent; default 1.1), or
+uniformly with --budget-skew 0, and each budget's target is half of its share.
 
 Rejected events go to a rejected topic: the pipeline, like the passthrough,
 produces a record for every input record, which is the fair comparison and
-the default. -drop-rejected drops and counts them instead (the pipeline then
+the default. --drop-rejected drops and counts them instead (the pipeline then
 produces about half of the records: the comparison before this option).
 
-With -decode-reference each round also runs, after the passthrough, the
+With --decode-reference each round also runs, after the passthrough, the
 passthrough that decodes every record with the pipeline's decoder (each
 poll's records in parallel, one goroutine per processor) before it copies
 it: what decoding alone costs, measured in the same run.
 
 Prints {"records","pipeline_rps","passthrough_rps","ratio","rejected_topic",
-"budgets","budget_skew"} (medians of the rounds; with -decode-reference also
+"budgets","budget_skew"} (medians of the rounds; with --decode-reference also
 "decode_rps" and "decode_ratio", the decode reference's rate and its
-quotient by the passthrough's; with -json also the delivery mode and every
+quotient by the passthrough's; with --json also the delivery mode and every
 round, a pipeline round with "passed" and "produced", the fractions of the
 records passed and produced) on stdout.`,
 	setup: func(fs *flag.FlagSet) action {
@@ -64,7 +64,7 @@ records passed and produced) on stdout.`,
 		drop := fs.Bool("drop-rejected", false, "drop rejected events instead of producing them to a rejected topic")
 		budgets := fs.Int("budgets", 1, "`number` of budgets over the events")
 		decodeRef := fs.Bool("decode-reference", false, "also run, each round, the passthrough that decodes every record with the pipeline's decoder")
-		skew := fs.Float64("budget-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the budgets' ranks with -budgets > 1; 0: uniform")
+		skew := fs.Float64("budget-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the budgets' ranks with --budgets > 1; 0: uniform")
 		return func(ctx context.Context, e *env) error {
 			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets, Skew: *skew, DecodeReference: *decodeRef}
 			if _, err := decode.ParseFormat(*format); err != nil {

@@ -19,7 +19,7 @@ var brokerCmd = &command{
 	summary: "run the embedded Kafka broker (kfake) until interrupted: for demos and tests, not production",
 	doc: `Runs kfake, a Kafka-protocol broker written in Go, as a standalone process
 until SIGINT or SIGTERM. Prints the address clients should use (host:port,
-with the real port when -addr asks for port 0) on one line of stdout once
+with the real port when --addr asks for port 0) on one line of stdout once
 the broker answers; logs go to stderr.
 
 It is the embedded default for the demo, the tests and trying throttler out,
@@ -30,16 +30,16 @@ Apache Kafka in production (docs/operations.md).
 The data dir is made readable by this user only (mode 0700), and the files
 the broker writes get mode 0600.
 
-With -data-dir the broker keeps its topics, records, groups and
+With --data-dir the broker keeps its topics, records, groups and
 transactions on disk and reloads them on the next start; without it
 everything stays in memory. Compacted topics are compacted every
--compaction-interval.
+--compaction-interval.
 
--sasl-user turns SASL on (clients must authenticate as one of the users
-given); -tls-cert and -tls-key make the listener accept TLS only.
+--sasl-user turns SASL on (clients must authenticate as one of the users
+given); --tls-cert and --tls-key make the listener accept TLS only.
 
 SIGUSR1 compacts the compacted topics at once and logs "compacted" (at
-info): 'throttler scale' runs the broker with a long -compaction-interval,
+info): 'throttler scale' runs the broker with a long --compaction-interval,
 so that the topics hold everything written until it has counted them, and
 then compacts them before timing 'throttler status'.`,
 	setup: func(fs *flag.FlagSet) action {
@@ -50,8 +50,8 @@ then compacts them before timing 'throttler status'.`,
 		seeds := listFlag(fs, "seed-topics", nil, "comma-separated `topics` to create on start if missing")
 		var users saslUsersFlag
 		fs.Var(&users, "sasl-user", "turn SASL on and accept `MECHANISM:USER:PASSWORD` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512); repeat for more users")
-		tlsCert := fs.String("tls-cert", "", "accept TLS connections only, with this PEM certificate `file` (with -tls-key)")
-		tlsKey := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")
+		tlsCert := fs.String("tls-cert", "", "accept TLS connections only, with this PEM certificate `file` (with --tls-key)")
+		tlsKey := fs.String("tls-key", "", "PEM private key `file` of --tls-cert")
 		compaction := fs.Duration("compaction-interval", broker.DefaultCompactionInterval, "how often compacted topics are compacted (log.cleaner.backoff.ms)")
 		return func(ctx context.Context, e *env) error {
 			if users.err != nil {
@@ -69,9 +69,9 @@ then compacts them before timing 'throttler status'.`,
 			}
 			if (*tlsCert == "") != (*tlsKey == "") {
 				if *tlsCert == "" {
-					return badFlag("tls-cert", "must be set with -tls-key")
+					return badFlag("tls-cert", "must be set with --tls-key")
 				}
-				return badFlag("tls-key", "must be set with -tls-cert")
+				return badFlag("tls-key", "must be set with --tls-cert")
 			}
 			if *dir != "" {
 				if st, err := os.Stat(*dir); err == nil && !st.IsDir() {
@@ -97,7 +97,7 @@ then compacts them before timing 'throttler status'.`,
 			if *adv != "" {
 				opts = append(opts, broker.Advertise(*adv))
 			} else if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-				e.log.Warn().Msg("listening on every interface but advertising 127.0.0.1: set -advertise for clients on other hosts")
+				e.log.Warn().Msg("listening on every interface but advertising 127.0.0.1: set --advertise for clients on other hosts")
 			}
 			if *dir != "" {
 				opts = append(opts, broker.DataDir(*dir))

@@ -126,11 +126,11 @@ reward topics.`,
 				return nil
 			})
 		}
-		timeFlag("begin", "window start, RFC 3339 `time` (with -end)", &b.Begin)
-		timeFlag("end", "window end, RFC 3339 `time` (with -begin)", &b.End)
-		fs.DurationVar(&b.Reserve, "reserve", 0, "finish this `long` before -end")
-		fs.DurationVar(&b.Period, "period", 0, "a period budget: -target per `period` (instead of -begin/-end)")
-		kind := fs.String("kind", string(config.KindPasses), "what -target counts: passes or rewards")
+		timeFlag("begin", "window start, RFC 3339 `time` (with --end)", &b.Begin)
+		timeFlag("end", "window end, RFC 3339 `time` (with --begin)", &b.End)
+		fs.DurationVar(&b.Reserve, "reserve", 0, "finish this `long` before --end")
+		fs.DurationVar(&b.Period, "period", 0, "a period budget: --target per `period` (instead of --begin/--end)")
+		kind := fs.String("kind", string(config.KindPasses), "what --target counts: passes or rewards")
 		fs.Float64Var(&b.Conversion, "conversion", 0, "rewards budgets: rewards per pass expected until rewards tell (optional `prior`)")
 		fs.DurationVar(&b.RewardDelay, "reward-delay", 0, "rewards budgets: how `long` after a pass its rewards come, expected until rewards tell (optional prior)")
 		fs.BoolVar(&b.Scored, "scored", false, "highest scores pass first")
@@ -139,14 +139,14 @@ reward topics.`,
 		return func(ctx context.Context, e *env) error {
 			b.Kind, b.Action = config.Kind(*kind), config.Action(*action)
 			if b.Name == "" {
-				return &usageError{"flag -name is required"}
+				return &usageError{"flag --name is required"}
 			}
 			if ps := config.CheckBudget(b); len(ps) > 0 {
 				p := ps[0]
 				if f, ok := budgetFlagOf[p.Path]; ok {
 					return badFlag(f, "%s", p.Reason)
 				}
-				return &usageError{p.Reason + ": use flags -begin and -end, or -period"}
+				return &usageError{p.Reason + ": use flags --begin and --end, or --period"}
 			}
 			key, val, err := control.EncodeSet(b)
 			if err != nil {
@@ -180,14 +180,14 @@ within one sync interval. Exits 0 once the brokers have acknowledged it.`,
 }
 
 // byName is the setup of a command that writes the record encode makes
-// of -name, and prints done (a format of the name) once it is written.
+// of --name, and prints done (a format of the name) once it is written.
 func byName(encode func(name string) (key, val []byte, err error), done string) func(fs *flag.FlagSet) action {
 	return func(fs *flag.FlagSet) action {
 		cf := addControlFlags(fs)
 		name := fs.String("name", "", "budget `name` (required)")
 		return func(ctx context.Context, e *env) error {
 			if *name == "" {
-				return &usageError{"flag -name is required"}
+				return &usageError{"flag --name is required"}
 			}
 			key, val, err := encode(*name)
 			if err != nil {
@@ -204,7 +204,7 @@ var budgetListCmd = &command{
 	doc: `Reads the control topic to its end and prints, one JSON object a line and
 by name, the newest record of each budget: its definition, or
 {"name":…,"deleted":true}. Budgets only in the config files are not listed;
-unreadable records are printed with their error. -name keeps the budgets
+unreadable records are printed with their error. --name keeps the budgets
 whose name matches a glob (path.Match: campaign/0001*).
 
 The lines are written as they are sorted, through a buffer, and the topic is

@@ -17,16 +17,16 @@ import (
 var budgetChurnCmd = &command{
 	name:    "budget churn",
 	summary: "add, change and delete budgets at a steady rate, as a load",
-	doc: `Writes budget changes to the control topic at -rate per second for
--duration (or until SIGINT), to measure that the workers keep delivering
+	doc: `Writes budget changes to the control topic at --rate per second for
+--duration (or until SIGINT), to measure that the workers keep delivering
 while budgets change. Changes cycle through an add (a new period budget
-named -prefix and a number, 100 a minute), a change (a budget of -change,
+named --prefix and a number, 100 a minute), a change (a budget of --change,
 a budgets file in the format of a config's budgets_file, its target scaled
 by 0.5 to 2) and a delete (of the oldest budget this run added). Without
--change, changes are adds. The same -seed gives the same changes.
+--change, changes are adds. The same --seed gives the same changes.
 
 Prints {"adds","changes","deletes","seconds"} once every record is
-acknowledged. 'throttler scale -churn-rate' runs it inside a scale run and
+acknowledged. 'throttler scale --churn-rate' runs it inside a scale run and
 reports the longest pause in delivery while it runs.`,
 	setup: func(fs *flag.FlagSet) action {
 		cf := addControlFlags(fs)

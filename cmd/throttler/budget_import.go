@@ -28,7 +28,7 @@ the same file again writes nothing. Every worker of the group applies them
 as 'budget set' would (see 'throttler budget set').
 
 The check: each budget with the rules of 'budget set', names unique in FILE,
-parents that exist in FILE or on the control topic (or in -config, the
+parents that exist in FILE or on the control topic (or in --config, the
 workers' config file), no cycle, no delay budget as a parent. A problem is
 printed as "FILE:LINE: field: reason" on stdout; then nothing is written and
 the exit status is 1. What needs the workers' config to judge (a score field
@@ -93,7 +93,7 @@ func importBudgets(ctx context.Context, e *env, cf *controlFlags, file, cfgPath 
 	if cfgPath != "" {
 		c, err := config.Load(cfgPath)
 		if err != nil {
-			return res, fmt.Errorf("-config: %w", err)
+			return res, fmt.Errorf("--config: %w", err)
 		}
 		base = c.Budgets
 	}

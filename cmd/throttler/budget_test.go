@@ -161,18 +161,18 @@ func TestBudgetSetBadFlags(t *testing.T) {
 		args []string
 		flag string
 	}{
-		{[]string{"--target", "5", "--period", "1h"}, "-name"},
-		{[]string{"--name", "x", "--target", "-5", "--period", "1h"}, "-target"},
-		{[]string{"--name", "x", "--target", "5"}, "-period"},
-		{[]string{"--name", "x", "--target", "5", "--begin", "2026-11-22T11:00:00Z", "--end", "2026-11-22T10:00:00Z"}, "-end"},
-		{[]string{"--name", "x", "--target", "5", "--begin", "tomorrow", "--end", "2026-11-22T10:00:00Z"}, "-begin"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--kind", "clicks"}, "-kind"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--reserve", "1m"}, "-reserve"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--parent", "x"}, "-parent"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "wait"}, "-action"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--conversion", "0.1"}, "-conversion"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--kind", "rewards", "--reward-delay", "-1s"}, "-reward-delay"},
-		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "delay", "--parent", "p"}, "-parent"},
+		{[]string{"--target", "5", "--period", "1h"}, "--name"},
+		{[]string{"--name", "x", "--target", "-5", "--period", "1h"}, "--target"},
+		{[]string{"--name", "x", "--target", "5"}, "--period"},
+		{[]string{"--name", "x", "--target", "5", "--begin", "2026-11-22T11:00:00Z", "--end", "2026-11-22T10:00:00Z"}, "--end"},
+		{[]string{"--name", "x", "--target", "5", "--begin", "tomorrow", "--end", "2026-11-22T10:00:00Z"}, "--begin"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--kind", "clicks"}, "--kind"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--reserve", "1m"}, "--reserve"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--parent", "x"}, "--parent"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "wait"}, "--action"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--conversion", "0.1"}, "--conversion"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--kind", "rewards", "--reward-delay", "-1s"}, "--reward-delay"},
+		{[]string{"--name", "x", "--target", "5", "--period", "1h", "--action", "delay", "--parent", "p"}, "--parent"},
 	}
 	for _, c := range cases {
 		args := append([]string{"budget", "set", "--brokers", "127.0.0.1:1"}, c.args...)
@@ -181,7 +181,7 @@ func TestBudgetSetBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 naming %s:\n%s", c.args, code, c.flag, stderr)
 		}
 	}
-	if code, _, stderr := runCLI(t, context.Background(), "budget", "delete", "--brokers", "127.0.0.1:1"); code != 2 || !strings.Contains(stderr, "-name") {
-		t.Errorf("delete without -name: exit %d:\n%s", code, stderr)
+	if code, _, stderr := runCLI(t, context.Background(), "budget", "delete", "--brokers", "127.0.0.1:1"); code != 2 || !strings.Contains(stderr, "--name") {
+		t.Errorf("delete without --name: exit %d:\n%s", code, stderr)
 	}
 }

@@ -25,15 +25,15 @@ warning; per worker, its partitions, lag, aborted transactions and dead
 letters. Everything is served by this binary (no CDN).
 
 The JSON API behind the page (/api/v1/...) is for scripts too;
-docs/dashboard.md describes it. The curves are sampled every -sample and kept
+docs/dashboard.md describes it. The curves are sampled every --sample and kept
 in memory (bounded: docs/dashboard.md), so they begin when the dashboard
 starts.
 
 It listens on 127.0.0.1:8080 by default (loopback only). To serve others,
 listen on another address and see docs/operations.md (HTTP endpoints):
--http-tls-cert and -http-tls-key serve HTTPS, -http-auth-token-file (or
--env) and -http-user with -http-password-file (or -env) require
-credentials, and -allowed-host names the host names the dashboard is
+--http-tls-cert and --http-tls-key serve HTTPS, --http-auth-token-file (or
+--http-auth-token-env) and --http-user with --http-password-file (or
+--http-password-env) require credentials, and --allowed-host names the host names the dashboard is
 reached by (a request naming another is refused, against DNS rebinding;
 IP addresses and localhost always work). At most 64 pages follow it live
 at once (event streams).
@@ -48,11 +48,11 @@ address not listened on, 2 for a bad flag.`,
 		staleAfter := fs.Duration("stale-after", dashboard.DefaultStaleAfter, "show a budget as stale when its oldest report is older than this `duration`")
 		timeout := fs.Duration("timeout", 30*time.Second, "give up reading the topic to its end after this `duration`")
 		var hc config.HTTP
-		fs.StringVar(&hc.TLS.CertFile, "http-tls-cert", "", "serve HTTPS with this PEM certificate `file` (with -http-tls-key)")
-		fs.StringVar(&hc.TLS.KeyFile, "http-tls-key", "", "PEM private key `file` of -http-tls-cert")
-		fs.StringVar(&hc.Auth.User, "http-user", "", "require HTTP basic authentication as this `user` (with -http-password-file or -http-password-env)")
-		fs.StringVar(&hc.Auth.PasswordFile, "http-password-file", "", "`file` holding the password of -http-user")
-		fs.StringVar(&hc.Auth.PasswordEnv, "http-password-env", "", "environment `variable` holding the password of -http-user")
+		fs.StringVar(&hc.TLS.CertFile, "http-tls-cert", "", "serve HTTPS with this PEM certificate `file` (with --http-tls-key)")
+		fs.StringVar(&hc.TLS.KeyFile, "http-tls-key", "", "PEM private key `file` of --http-tls-cert")
+		fs.StringVar(&hc.Auth.User, "http-user", "", "require HTTP basic authentication as this `user` (with --http-password-file or --http-password-env)")
+		fs.StringVar(&hc.Auth.PasswordFile, "http-password-file", "", "`file` holding the password of --http-user")
+		fs.StringVar(&hc.Auth.PasswordEnv, "http-password-env", "", "environment `variable` holding the password of --http-user")
 		fs.StringVar(&hc.Auth.TokenFile, "http-auth-token-file", "", "require a bearer token, read from this `file`")
 		fs.StringVar(&hc.Auth.TokenEnv, "http-auth-token-env", "", "require a bearer token, read from this environment `variable`")
 		fs.Func("allowed-host", "a host `name` the dashboard is reached by, besides IP addresses and localhost (repeatable)", func(s string) error {

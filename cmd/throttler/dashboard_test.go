@@ -57,7 +57,7 @@ func TestDashboardBadFlags(t *testing.T) {
 		{"--sample", "1ms"}, {"--listen", "nope"}, {"--stale-after", "0s"}, {"--stats-topic", ""}, {"--timeout", "-1s"},
 	} {
 		code, _, stderr := runCLI(t, context.Background(), append([]string{"dashboard", "--brokers", "127.0.0.1:1"}, args...)...)
-		if code != 2 || !regexp.MustCompile(`flag -`+args[0][2:]).MatchString(stderr) {
+		if code != 2 || !regexp.MustCompile(`flag `+args[0]).MatchString(stderr) {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
 		}
 	}

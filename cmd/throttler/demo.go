@@ -17,11 +17,11 @@ var demoCmd = &command{
 	name:    "demo",
 	summary: "run everything in one process for a minute and show the budgets being met",
 	doc: `Needs no setup: starts an embedded Kafka broker on a temporary data dir
-(removed at the end), a load generator (-rate events per second over
+(removed at the end), a load generator (--rate events per second over
 10,000 users, Zipf), three workers of one consumer group (exactly-once,
-12-partition input topic) and a reward simulator that clicks 10% of the
+12-partition input topic) and a reward simulator that clicks 20% of the
 passed events one second after they pass. The budgets, whose windows begin
-a few seconds after the start and last -duration:
+a few seconds after the start and last --duration:
 
   spring-sale  passes about 1/4 of its traffic, paced evenly
   premium      scored: the highest scores pass first, about 1/10
@@ -31,14 +31,14 @@ a few seconds after the start and last -duration:
 and a layer with a 50% experiment whose variants "control" and
 "treatment" go to topics of their own.
 
-It serves the web dashboard (see throttler dashboard) on -dashboard and prints
+It serves the web dashboard (see throttler dashboard) on --dashboard and prints
 its URL; it closes with the demo. Every two seconds it prints each budget's
 cluster-wide progress (from the stats topic) against its ideal curve, redrawn
 in place in a terminal, as plain successive tables otherwise. At the end it stops the load, lets
 the workers commit, counts what is really in the output topics and prints
-a summary; -report and -chart write it as JSON and as an SVG chart.
+a summary; --report and --chart write it as JSON and as an SVG chart.
 
-With -format avro (or protobuf) the events are Avro (Protobuf) in the
+With --format avro (or protobuf) the events are Avro (Protobuf) in the
 schema registry wire format, their schema in a registry the demo runs in
 the process (the workers fetch it from there); the clicks too.`,
 	setup: func(fs *flag.FlagSet) action {
@@ -70,7 +70,7 @@ the process (the workers fetch it from there); the clicks too.`,
 				return err
 			}
 			// The workers' and broker's logs are noise under the table:
-			// warnings only, unless -log-level asks for more.
+			// warnings only, unless --log-level asks for more.
 			log := e.log
 			levelSet := false
 			fs.Visit(func(f *flag.Flag) { levelSet = levelSet || f.Name == "log-level" })

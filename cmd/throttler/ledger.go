@@ -239,7 +239,7 @@ func (l *ledgerLook) repairOffset() (offset int64, exact bool, why string) {
 		if l.committed >= 0 {
 			offset = l.committed
 		}
-		return offset, false, fmt.Sprintf("NOT exact: %s may have held counters and no good record of them is left (compacted away), and the good records do not form a whole ledger up to the group's offset; the repaired ledger may count less than the outputs. -force writes it with the group's offset %d", strings.Join(counters, ", "), offset)
+		return offset, false, fmt.Sprintf("NOT exact: %s may have held counters and no good record of them is left (compacted away), and the good records do not form a whole ledger up to the group's offset; the repaired ledger may count less than the outputs. --force writes it with the group's offset %d", strings.Join(counters, ", "), offset)
 	case len(counters) > 0:
 		return offset, true, fmt.Sprintf("exact: the good records form a whole ledger up to input offset %d, the group's; %s (bad, no good record) held nothing newer", offset, strings.Join(counters, ", "))
 	case l.committed >= 0 && offset < l.committed:
@@ -267,8 +267,8 @@ within 10 s (their ParkRetry), from the group's committed offset.
 
 The repair is exact (the counters are what the committed transactions wrote,
 so they equal the outputs) unless a bad key's good record held counters and
-was compacted away; then it says which and writes only with -force (the
-budgets that record counted may be under). -dry-run prints what it would
+was compacted away; then it says which and writes only with --force (the
+budgets that record counted may be under). --dry-run prints what it would
 write. Run it while the source is parked (a worker that owns the source
 writes nothing for it then). Exit status 0 when repaired or nothing to
 repair, 1 when it cannot, 2 for a bad flag.`,
@@ -290,7 +290,7 @@ repair, 1 when it cannot, 2 for a bad flag.`,
 			offset, exact, why := look.repairOffset()
 			fmt.Fprintf(e.stdout, "%s: %s\n", look.source, why)
 			if !exact && !*force {
-				return errors.New("not written (see above; -force writes anyway)")
+				return errors.New("not written (see above; --force writes anyway)")
 			}
 			recs, err := in.RepairRecords(*f.topic, offset, clock())
 			if err != nil {

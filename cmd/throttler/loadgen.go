@@ -25,28 +25,28 @@ var loadgenCmd = &command{
 
   {"id":"1-42","user":"user-3","campaign":"a","score":0.61,"ts":1795341600000}
 
-id is "<seed>-<sequence>"; user follows a Zipf distribution over -users
-users; campaign is drawn from -budgets (uniform, or weighted as "a:3,b:1")
-and from -spread N budgets named -spread-prefix and a zero-padded rank
-("light-00042"), drawn by rank: Zipf with exponent -spread-skew (rank 0 the
-most frequent), or uniform with -spread-skew 0. The spread takes
--spread-weight against the -budgets weights (default their sum: half of
-the events; all of them without -budgets). For example, 10 paced budgets
+id is "<seed>-<sequence>"; user follows a Zipf distribution over --users
+users; campaign is drawn from --budgets (uniform, or weighted as "a:3,b:1")
+and from --spread N budgets named --spread-prefix and a zero-padded rank
+("light-00042"), drawn by rank: Zipf with exponent --spread-skew (rank 0 the
+most frequent), or uniform with --spread-skew 0. The spread takes
+--spread-weight against the --budgets weights (default their sum: half of
+the events; all of them without --budgets). For example, 10 paced budgets
 with half the traffic and 99,990 light ones over Zipf traffic:
 
-  -budgets paced-0,paced-1,…,paced-9 -spread 99990 -spread-prefix light-
+  --budgets paced-0,paced-1,…,paced-9 --spread 99990 --spread-prefix light-
 
 score is uniform in [0,1); ts is the event time in Unix milliseconds. The
-record key is the user. The same -seed gives the same events.
+record key is the user. The same --seed gives the same events.
 
-With -format avro or protobuf, the events have the same fields in that
+With --format avro or protobuf, the events have the same fields in that
 format, in the schema registry wire format: loadgen registers its schema
-as -subject (default "<topic>-value") with the registry at -registry and
+as --subject (default "<topic>-value") with the registry at --registry and
 frames every event with the schema's id (docs/formats.md shows both
 schemas).
 
-Paces to -rate events per second (0: as fast as possible) and stops after
--duration or -count, or on SIGINT; then prints a JSON summary on stdout:
+Paces to --rate events per second (0: as fast as possible) and stops after
+--duration or --count, or on SIGINT; then prints a JSON summary on stdout:
 {"produced":N,"seconds":S,"rate":R}.`,
 	setup: func(fs *flag.FlagSet) action {
 		kf := addKafkaFlags(fs, "127.0.0.1:9092")
@@ -55,7 +55,7 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 		duration := fs.Duration("duration", 0, "stop after this long (default: no limit)")
 		count := fs.Uint64("count", 0, "stop after this many events (default: no limit)")
 		var budgets []loadgen.Budget
-		fs.Func("budgets", "campaigns to draw from: `a,b,c` (uniform) or a:3,b:1 (weighted); required without -spread", func(s string) error {
+		fs.Func("budgets", "campaigns to draw from: `a,b,c` (uniform) or a:3,b:1 (weighted); required without --spread", func(s string) error {
 			b, err := loadgen.ParseBudgets(s)
 			budgets = b
 			return err
@@ -68,14 +68,14 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 		registryURL := fs.String("registry", "", "schema registry `URL` (avro and protobuf)")
 		subject := fs.String("subject", "", "registry `subject` of the schema (default \"<topic>-value\")")
 		var spread loadgen.Spread
-		fs.IntVar(&spread.Count, "spread", 0, "`count` of light budgets drawn by rank, besides -budgets")
-		fs.StringVar(&spread.Prefix, "spread-prefix", loadgen.DefaultSpreadPrefix, "name `prefix` of the -spread budgets")
-		fs.Float64Var(&spread.Skew, "spread-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the -spread budgets' ranks; 0: uniform")
-		fs.Float64Var(&spread.Weight, "spread-weight", 0, "`weight` of the -spread budgets together against -budgets' (default: their sum)")
+		fs.IntVar(&spread.Count, "spread", 0, "`count` of light budgets drawn by rank, besides --budgets")
+		fs.StringVar(&spread.Prefix, "spread-prefix", loadgen.DefaultSpreadPrefix, "name `prefix` of the --spread budgets")
+		fs.Float64Var(&spread.Skew, "spread-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the --spread budgets' ranks; 0: uniform")
+		fs.Float64Var(&spread.Weight, "spread-weight", 0, "`weight` of the --spread budgets together against --budgets' (default: their sum)")
 		return func(ctx context.Context, e *env) error {
 			switch {
 			case len(budgets) == 0 && spread.Count == 0:
-				return &usageError{"flag -budgets is required (or -spread)"}
+				return &usageError{"flag --budgets is required (or --spread)"}
 			case spread.Count < 0:
 				return badFlag("spread", "must be at least 0, got %d", spread.Count)
 			case spread.Skew != 0 && !(spread.Skew > 1) || math.IsInf(spread.Skew, 0):
@@ -97,7 +97,7 @@ Paces to -rate events per second (0: as fast as possible) and stops after
 			case *format != loadgen.FormatJSON && *format != loadgen.FormatAvro && *format != loadgen.FormatProtobuf:
 				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			case *format != loadgen.FormatJSON && *registryURL == "":
-				return badFlag("registry", "is required with -format %s", *format)
+				return badFlag("registry", "is required with --format %s", *format)
 			}
 			opts, err := kf.opts()
 			if err != nil {

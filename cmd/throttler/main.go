@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/throttler/throttler/internal/buildinfo"
 	"github.com/throttler/throttler/internal/logx"
 )
 
@@ -30,6 +31,7 @@ import (
 var clock = time.Now
 
 var commands = []*command{
+	initCmd,
 	brokerCmd,
 	loadgenCmd,
 	validateCmd,
@@ -49,6 +51,8 @@ var commands = []*command{
 	budgetChurnCmd,
 	ledgerShowCmd,
 	ledgerRepairCmd,
+	versionCmd,
+	completionCmd,
 }
 
 // command is one subcommand.
@@ -57,6 +61,9 @@ type command struct {
 	summary string // one line for `throttler help`
 	doc     string // shown by `throttler <name> -h`, above the flags
 	args    string // synopsis of positional arguments; "" means none allowed
+	// complete lists the words its positional argument takes, for shell
+	// completion; nil for none (or files, when args starts with FILE).
+	complete []string
 	// setup registers the command's flags and returns the action that runs
 	// it once they are parsed.
 	setup func(fs *flag.FlagSet) action
@@ -86,7 +93,7 @@ func (e *usageError) Error() string { return e.msg }
 
 // badFlag reports a flag value that parsed but is not acceptable.
 func badFlag(name, format string, args ...any) error {
-	return &usageError{fmt.Sprintf("invalid value for flag -%s: %s", name, fmt.Sprintf(format, args...))}
+	return &usageError{fmt.Sprintf("invalid value for flag --%s: %s", name, fmt.Sprintf(format, args...))}
 }
 
 // exitCode ends a command with a code, its message already printed.
@@ -117,6 +124,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return help(rest, stdout, stderr)
+	case "-version", "--version":
+		name = versionCmd.name
 	}
 	cmd := lookup(name)
 	if cmd == nil {
@@ -138,7 +147,7 @@ func lookup(name string) *command {
 // help prints the command list, or one command's usage.
 func help(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 2 && (args[0] == "budget" || args[0] == "ledger") {
-		args = []string{"budget " + args[1]}
+		args = []string{args[0] + " " + args[1]}
 	}
 	switch len(args) {
 	case 0:
@@ -166,15 +175,16 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-*s  %s\n", width, "help", "show this list, or a command's flags: throttler help <command>")
-	fmt.Fprint(w, "\nRun 'throttler <command> -h' for a command's flags.\n")
+	fmt.Fprint(w, "\nRun 'throttler <command> --help' for a command's flags; every command takes --version.\n")
 }
 
-// cmdFlags is a command's flag set, with the logging flags every command
-// shares, and the action to run once they are parsed.
+// cmdFlags is a command's flag set, with the logging and version flags
+// every command shares, and the action to run once they are parsed.
 type cmdFlags struct {
 	fs            *flag.FlagSet
 	act           action
 	format, level *string
+	version       *bool
 }
 
 func (c *command) flags() *cmdFlags {
@@ -191,28 +201,34 @@ func (c *command) flags() *cmdFlags {
 		_, err := logx.ParseLevel(s)
 		return err
 	})
+	f.version = fs.Bool("version", false, "print the version of throttler and exit")
 	return f
 }
 
 func (c *command) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := c.flags()
 	fs := f.fs
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.printUsage(stdout, fs)
 			return exitOK
 		}
 		return c.usageFailure(stderr, err)
 	}
-	if c.args == "" && fs.NArg() > 0 {
-		return c.usageFailure(stderr, fmt.Errorf("unexpected argument %q (this command takes flags only)", fs.Arg(0)))
+	if *f.version {
+		fmt.Fprint(stdout, buildinfo.Get())
+		return exitOK
+	}
+	if c.args == "" && len(pos) > 0 {
+		return c.usageFailure(stderr, fmt.Errorf("unexpected argument %q (this command takes flags only)", pos[0]))
 	}
 	log, err := logx.New(stderr, *f.format, *f.level)
 	if err != nil { // checked while parsing; kept for safety
 		return c.usageFailure(stderr, err)
 	}
 	log = log.With().Str("cmd", c.name).Logger()
-	err = f.act(ctx, &env{stdout: stdout, stderr: stderr, log: log, args: fs.Args()})
+	err = f.act(ctx, &env{stdout: stdout, stderr: stderr, log: log, args: pos})
 	var code exitCode
 	var usage *usageError
 	switch {
@@ -228,7 +244,7 @@ func (c *command) run(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 func (c *command) usageFailure(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "throttler %s: %v\nRun 'throttler %s -h' for usage.\n", c.name, err, c.name)
+	fmt.Fprintf(stderr, "throttler %s: %v\nRun 'throttler %s --help' for usage.\n", c.name, dashDash(err.Error()), c.name)
 	return exitUsage
 }
 
@@ -238,7 +254,5 @@ func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 		synopsis += " " + c.args
 	}
 	fmt.Fprintf(w, "Usage: throttler %s %s\n\n%s\n\nFlags:\n", c.name, synopsis, strings.TrimSpace(c.doc))
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
 }

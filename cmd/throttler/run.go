@@ -18,6 +18,7 @@ import (
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/buildinfo"
 	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/internal/logx"
@@ -33,12 +34,13 @@ const DefaultConnectTimeout = 30 * time.Second
 var runCmd = &command{
 	name:    "run",
 	summary: "run one worker from a config file until interrupted",
-	doc: `Loads and validates the config file (see 'throttler validate'); when it has
-problems, prints every one of them, as "path: reason (line N)", on stderr
-and exits 1 without starting anything.
+	args:    "FILE",
+	doc: `Loads and validates the config file FILE (or --config FILE; see 'throttler
+validate'); when it has problems, prints every one of them, as "path:
+reason (line N)", on stderr and exits 1 without starting anything.
 
 Otherwise checks that the brokers answer (logging each failed attempt,
-giving up after -connect-timeout; rejected SASL credentials or a TLS
+giving up after --connect-timeout; rejected SASL credentials or a TLS
 mismatch end it at once, exit 1), creates the output, rejected,
 dead-letter and variant topics that are missing (topics.partitions
 partitions, or as many as the first input topic), then runs one worker of
@@ -46,23 +48,25 @@ the consumer group until SIGINT or SIGTERM. On the signal the worker
 finishes the records in flight, commits, leaves the group and the command
 exits 0.
 
--http overrides http.listen (default 127.0.0.1:9090, loopback only; ":0"
+--http overrides http.listen (default 127.0.0.1:9090, loopback only; ":0"
 picks a free port; "0.0.0.0:9090" listens on every interface, then see
 docs/operations.md, HTTP endpoints, for TLS, credentials and
 http.allowed_hosts). The address the metrics and health server (/metrics,
 /livez, /readyz) is bound to is logged at startup:
-{"msg":"http listening","addr":"127.0.0.1:43211",...}. A secret file the
-config names (a key, a password, a token) that its group or others can
-read gets a warning.
--log-format and -log-level, when given, override the config's log section.`,
+{"msg":"http listening","addr":"127.0.0.1:43211",...}. /metrics includes
+throttler_build_info{version,revision,goversion} (see 'throttler version').
+A secret file the config names (a key, a password, a token) that its group
+or others can read gets a warning.
+--log-format and --log-level, when given, override the config's log section.`,
 	setup: func(fs *flag.FlagSet) action {
-		path := fs.String("config", "", "config `file` (required)")
+		flagPath := fs.String("config", "", "config `file` (or give it as the argument)")
 		httpAddr := fs.String("http", "", "`host:port` of the metrics and health server, overriding http.listen")
 		connect := fs.Duration("connect-timeout", DefaultConnectTimeout, "give up when no broker answers within this `duration`")
 		txnID := fs.String("transactional-id", "", "transactional `id` of this worker (exactly-once), unique among live workers; a restarted worker that reuses its id aborts the transaction its previous run left open (default: the group and a random suffix)")
 		return func(ctx context.Context, e *env) error {
-			if *path == "" {
-				return &usageError{"flag -config is required"}
+			path, err := oneFile("config", *flagPath, e.args)
+			if err != nil {
+				return err
 			}
 			if *httpAddr != "" {
 				if _, _, err := net.SplitHostPort(*httpAddr); err != nil {
@@ -79,7 +83,7 @@ read gets a warning.
 				}
 				extra = append(extra, consumer.TransactionalID(*txnID))
 			}
-			cfg, err := config.Load(*path)
+			cfg, err := config.Load(path)
 			if err == nil && *httpAddr != "" {
 				cfg.HTTP.Listen = *httpAddr
 				err = cfg.Validate()
@@ -88,9 +92,9 @@ read gets a warning.
 			switch {
 			case errors.As(err, &ps):
 				for _, p := range ps {
-					fmt.Fprintf(e.stderr, "%s: %s\n", *path, p.Error())
+					fmt.Fprintf(e.stderr, "%s: %s\n", path, p.Error())
 				}
-				fmt.Fprintf(e.stderr, "throttler run: %s has %d problem(s); nothing was started\n", *path, len(ps))
+				fmt.Fprintf(e.stderr, "throttler run: %s has %d problem(s); nothing was started\n", path, len(ps))
 				return exitCode(exitFailure)
 			case err != nil:
 				return err // unreadable file
@@ -111,7 +115,7 @@ read gets a warning.
 }
 
 // runLogger returns the command's logger: the config's log section, unless
-// -log-format or -log-level was given.
+// --log-format or --log-level was given.
 func runLogger(fs *flag.FlagSet, e *env, cfg *config.Config) (zerolog.Logger, error) {
 	format, level := cfg.Log.Format, cfg.Log.Level
 	fs.Visit(func(f *flag.Flag) {
@@ -152,6 +156,9 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 	if err != nil {
 		return err
 	}
+	if err := w.Registerer().Register(buildinfo.Collector()); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	if a := w.HTTPAddr(); a != nil {
 		ev := log.Info().Str("addr", a.String())
 		if ta, ok := a.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
@@ -167,11 +174,24 @@ func runWorker(ctx context.Context, log zerolog.Logger, cfg *config.Config, conn
 	}
 	log.Info().Strs("brokers", cfg.Brokers).Str("group", cfg.Group).Strs("input", cfg.Topics.Input).
 		Str("output", cfg.Topics.Output).Strs("budgets", names).Int("n_budgets", len(cfg.Budgets)).Msg("starting worker")
+	// The signal is logged when it comes, and in any case before the
+	// command returns: the goroutine is waited for.
+	ran, logged := make(chan struct{}), make(chan struct{})
 	go func() {
-		<-ctx.Done()
+		defer close(logged)
+		select {
+		case <-ctx.Done():
+		case <-ran:
+			if ctx.Err() == nil {
+				return // the worker ended on its own
+			}
+		}
 		log.Info().Msg("signal received: finishing records in flight, committing and leaving the group")
 	}()
-	if err := w.Run(ctx); err != nil {
+	err = w.Run(ctx)
+	close(ran)
+	<-logged
+	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil

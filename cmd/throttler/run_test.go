@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/buildinfo"
 	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/testwait"
 )
@@ -103,7 +105,7 @@ http: {listen: "127.0.0.1:1"}
 	var stdout, stderr syncBuffer
 	codeCh := make(chan int, 1)
 	go func() {
-		codeCh <- dispatch(runCtx, []string{"run", "--config", cfg, "--http", "127.0.0.1:0"}, &stdout, &stderr)
+		codeCh <- dispatch(runCtx, []string{"run", cfg, "--http", "127.0.0.1:0"}, &stdout, &stderr)
 	}()
 
 	var addr string
@@ -123,6 +125,11 @@ http: {listen: "127.0.0.1:1"}
 	}
 	if !poll(ctx, ready) {
 		t.Fatalf("/readyz never 200:\n%s", stderr.String())
+	}
+	bi := buildinfo.Get()
+	wantInfo := fmt.Sprintf("throttler_build_info{goversion=%q,revision=%q,version=%q} 1\n", bi.GoVersion, bi.ShortRevision(), bi.Version)
+	if metrics := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(metrics, wantInfo) {
+		t.Errorf("/metrics lacks %s", wantInfo)
 	}
 
 	// Paced at 50/s: the controller passes nothing before it has measured
@@ -169,6 +176,21 @@ http: {listen: "127.0.0.1:1"}
 	}
 }
 
+// httpGet returns the body of url.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
 // TestRunBadConfig checks that every problem is printed with its path and
 // that nothing starts.
 func TestRunBadConfig(t *testing.T) {
@@ -185,10 +207,10 @@ func TestRunBadConfig(t *testing.T) {
 	if strings.Contains(stderr, "http listening") {
 		t.Errorf("started anyway:\n%s", stderr)
 	}
-	if code, _, stderr := runCLI(t, context.Background(), "run", "--config", cfg, "--http", "nope"); code != 2 || !strings.Contains(stderr, "flag -http") {
+	if code, _, stderr := runCLI(t, context.Background(), "run", "--config", cfg, "--http", "nope"); code != 2 || !strings.Contains(stderr, "flag --http") {
 		t.Errorf("bad --http: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, context.Background(), "run", "--config", cfg, "--transactional-id", " w1"); code != 2 || !strings.Contains(stderr, "flag -transactional-id") {
+	if code, _, stderr := runCLI(t, context.Background(), "run", "--config", cfg, "--transactional-id", " w1"); code != 2 || !strings.Contains(stderr, "flag --transactional-id") {
 		t.Errorf("bad --transactional-id: exit %d, %s", code, stderr)
 	}
 }

@@ -16,15 +16,15 @@ import (
 var scaleCmd = &command{
 	name:    "scale",
 	summary: "measure what coordination costs as budgets grow: one row per budget count",
-	doc: `Runs, for each count of -budgets, an embedded broker ('throttler broker' as a
+	doc: `Runs, for each count of --budgets, an embedded broker ('throttler broker' as a
 process, with a data directory, compacting nothing during the run), an input
-topic of -partitions partitions, -workers 'throttler run' processes of one
-group (exactly-once unless -delivery), and the load generator at -rate
-events a second (~100-byte JSON) for -duration. Of the B budgets, -paced are
-window budgets taking -paced-share of the events and paced to pass half of
+topic of --partitions partitions, --workers 'throttler run' processes of one
+group (exactly-once unless --delivery), and the load generator at --rate
+events a second (~100-byte JSON) for --duration. Of the B budgets, --paced are
+window budgets taking --paced-share of the events and paced to pass half of
 them over the run; the others are light period budgets over Zipf traffic
-(exponent -skew), in a budgets_file, or imported through the control topic
-with -via-control. -churn-rate N adds, changes and deletes N budgets a
+(exponent --skew), in a budgets_file, or imported through the control topic
+with --via-control. --churn-rate N adds, changes and deletes N budgets a
 second through the control topic during the middle third of the load.
 
 Per row it reports: the coordination written (stats, checkpoint, caps and
@@ -38,10 +38,10 @@ deliveries of an input partition (in the steady state, and while budgets
 change); and the time of 'throttler status --top 10'. docs/scale.md
 describes each figure.
 
-Prints a table on stdout, one line a row, and with -json FILE writes the
+Prints a table on stdout, one line a row, and with --json FILE writes the
 report as JSON (version 1) to FILE ('-': stdout, the table then going to
 stderr). A row whose workers deliver nothing says so: every wait has a
-timeout, a worker over -max-rss is killed. Each row needs about -duration
+timeout, a worker over --max-rss is killed. Each row needs about --duration
 plus a minute or two.`,
 	setup: func(fs *flag.FlagSet) action {
 		c := scale.Config{Skew: scale.DefaultSkew}
@@ -116,7 +116,7 @@ func writeJSON(path string, e *env, v any) error {
 		return err
 	}
 	if err := os.WriteFile(path, out, 0o644); err != nil {
-		return fmt.Errorf("-json: %w", err)
+		return fmt.Errorf("--json: %w", err)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // kafkaFlags are the connection flags of a command that reaches Kafka
-// without a config file: -brokers and the TLS and SASL flags, the
+// without a config file: --brokers and the TLS and SASL flags, the
 // counterpart of a config's brokers and security sections.
 type kafkaFlags struct {
 	brokers *[]string
@@ -42,7 +42,7 @@ var securityFlagOf = map[string]string{
 	"sasl.password_env":        "sasl-password-env",
 }
 
-// addKafkaFlags registers -brokers (default brokers) and the security
+// addKafkaFlags registers --brokers (default brokers) and the security
 // flags on fs.
 func addKafkaFlags(fs *flag.FlagSet, brokers ...string) *kafkaFlags {
 	k := &kafkaFlags{brokers: listFlag(fs, "brokers", brokers, "comma-separated seed `brokers` (default "+strings.Join(brokers, ",")+")")}
@@ -56,13 +56,13 @@ func addSecurityFlags(fs *flag.FlagSet, sec *config.Security) {
 	t, s := &sec.TLS, &sec.SASL
 	fs.BoolVar(&t.Enabled, "tls", false, "connect to the brokers with TLS (implied by the other -tls-* flags)")
 	fs.StringVar(&t.CAFile, "tls-ca", "", "PEM `file` of the authorities that sign the brokers' certificates (default: the system's)")
-	fs.StringVar(&t.CertFile, "tls-cert", "", "PEM client certificate `file`, for brokers that require one (with -tls-key)")
-	fs.StringVar(&t.KeyFile, "tls-key", "", "PEM client key `file` (with -tls-cert)")
+	fs.StringVar(&t.CertFile, "tls-cert", "", "PEM client certificate `file`, for brokers that require one (with --tls-key)")
+	fs.StringVar(&t.KeyFile, "tls-key", "", "PEM client key `file` (with --tls-cert)")
 	fs.StringVar(&t.ServerName, "tls-server-name", "", "`name` the brokers' certificates must carry (default: the dialled host)")
 	fs.BoolVar(&t.InsecureSkipVerify, "tls-insecure-skip-verify", false, "accept any broker certificate (tests only)")
 	fs.StringVar(&s.Mechanism, "sasl-mechanism", "", "SASL `mechanism`: "+strings.Join(config.SASLMechanisms, ", ")+" (default: no SASL)")
 	fs.StringVar(&s.Username, "sasl-user", "", "SASL user `name`")
-	fs.StringVar(&s.Password, "sasl-password", "", "SASL `password` (visible to other users of the host: prefer -sasl-password-file or -sasl-password-env)")
+	fs.StringVar(&s.Password, "sasl-password", "", "SASL `password` (visible to other users of the host: prefer --sasl-password-file or --sasl-password-env)")
 	fs.StringVar(&s.PasswordFile, "sasl-password-file", "", "`file` holding the SASL password")
 	fs.StringVar(&s.PasswordEnv, "sasl-password-env", "", "environment `variable` holding the SASL password")
 }
@@ -87,7 +87,7 @@ func securityFlagError(p *config.FieldProblem) error {
 	slices.SortFunc(fields, func(a, b string) int { return len(b) - len(a) })
 	reason := p.Reason
 	for _, f := range fields {
-		reason = strings.ReplaceAll(reason, f, "-"+securityFlagOf[f])
+		reason = strings.ReplaceAll(reason, f, "--"+securityFlagOf[f])
 	}
 	return badFlag(name, "%s", reason)
 }
@@ -126,7 +126,7 @@ func checkFatal(ctx context.Context, opts []kgo.Opt) error {
 	return nil
 }
 
-// saslUsersFlag is the repeatable -sasl-user flag of `throttler broker`:
+// saslUsersFlag is the repeatable --sasl-user flag of `throttler broker`:
 // MECHANISM:USER:PASSWORD. Its value holds a password, so that neither
 // Set's error nor the flag package (which quotes the value of a flag
 // whose Set fails) may echo it: Set keeps the problem, and the command

@@ -43,7 +43,7 @@ func startCLIBroker(t *testing.T, ctx context.Context, args ...string) string {
 // (SCRAM-SHA-512) and TLS, then loadgen and run against it: with the right
 // credentials loadgen produces and the worker processes every event; with
 // a wrong password both exit 1 at once with an error naming the user and
-// the mechanism (the worker's -connect-timeout is a minute: the message
+// the mechanism (the worker's --connect-timeout is a minute: the message
 // shows they did not wait for it).
 func TestSecureBrokerCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

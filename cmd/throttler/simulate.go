@@ -14,17 +14,20 @@ import (
 var simulateCmd = &command{
 	name:    "simulate",
 	summary: "run a pacing scenario in virtual time and print its report",
+	args:    "FILE",
 	doc: `Simulates N nodes, each running its own flow controllers, in virtual
 time: the traffic profiles, budgets and counter exchange (sync interval,
-delay, loss) come from the scenario file (YAML; see flow/sim/testdata).
+delay, loss) come from the scenario file FILE or --scenario FILE (YAML; see
+flow/sim/testdata).
 Prints one JSON report on stdout. A bad scenario exits 1 naming the field.`,
 	setup: func(fs *flag.FlagSet) action {
-		scenario := fs.String("scenario", "", "scenario `file` (YAML, required)")
+		flagScenario := fs.String("scenario", "", "scenario `file` (YAML; or give it as the argument)")
 		timeline := fs.String("timeline", "", "write the timeline CSV to `file`")
 		chart := fs.String("chart", "", "write an SVG chart of achieved against ideal to `file`")
 		return func(_ context.Context, e *env) error {
-			if *scenario == "" {
-				return &usageError{"flag -scenario is required"}
+			scenario, err := oneFile("scenario", *flagScenario, e.args)
+			if err != nil {
+				return err
 			}
 			if err := checkOutFile("timeline", *timeline); err != nil {
 				return err
@@ -32,11 +35,11 @@ Prints one JSON report on stdout. A bad scenario exits 1 naming the field.`,
 			if err := checkOutFile("chart", *chart); err != nil {
 				return err
 			}
-			sc, err := sim.Load(*scenario)
+			sc, err := sim.Load(scenario)
 			if err != nil {
 				var fe *sim.FieldError
 				if errors.As(err, &fe) {
-					return fmt.Errorf("scenario %s: %w", *scenario, err)
+					return fmt.Errorf("scenario %s: %w", scenario, err)
 				}
 				return err
 			}

@@ -23,15 +23,15 @@ shares against the weights and the sample-ratio-mismatch p-value, marked
 "` + status.MismatchMark + `" below 0.001. It needs nothing but the stats topic: the workers
 publish their budget and experiment definitions there.
 
--budget NAME (repeatable) shows only the budgets of those names, or matching
+--budget NAME (repeatable) shows only the budgets of those names, or matching
 those glob patterns ('*' any characters, '/' included; '?' one; [a-z] a
-set): -budget 'campaign/0042*'. -top N shows the N budgets of largest
-|deviation| (of those -budget selects), largest first. Budgets are computed
+set): --budget 'campaign/0042*'. --top N shows the N budgets of largest
+|deviation| (of those --budget selects), largest first. Budgets are computed
 and printed one at a time, so a stats topic of 100,000 budgets is read and
-printed without holding its status; with -top only the N best are kept.
+printed without holding its status; with --top only the N best are kept.
 
 --json prints the same as one JSON document (version 1; docs/configuration.md,
-"throttler status", describes its fields; with -budget or -top it adds
+"throttler status", describes its fields; with --budget or --top it adds
 "query" and counts the matching budgets in "budgets_matched"). Exit status 0
 when it printed, 1 when the topic cannot be read, 2 for a bad flag.`,
 	setup: func(fs *flag.FlagSet) action {
@@ -85,7 +85,7 @@ func openView(ctx context.Context, opts []kgo.Opt, topic string, timeout time.Du
 	}
 	view, err := stats.NewView(ctx, topic, opts)
 	if errors.Is(err, stats.ErrTopicNotFound) {
-		return nil, fmt.Errorf("stats topic %q not found (is -stats-topic the topics.stats of the workers' config?)", topic)
+		return nil, fmt.Errorf("stats topic %q not found (is --stats-topic the topics.stats of the workers' config?)", topic)
 	}
 	if err != nil {
 		return nil, err

@@ -160,10 +160,10 @@ func TestStatusErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"status"}, 2, "-brokers: must list at least one broker"},
-		{[]string{"status", "--brokers", addr, "--stats-topic", ""}, 2, "-stats-topic: must not be empty"},
-		{[]string{"status", "--brokers", addr, "--timeout", "0s"}, 2, "-timeout: must be positive"},
-		{[]string{"status", "--brokers", addr, "--json=maybe"}, 2, "-json"},
+		{[]string{"status"}, 2, "--brokers: must list at least one broker"},
+		{[]string{"status", "--brokers", addr, "--stats-topic", ""}, 2, "--stats-topic: must not be empty"},
+		{[]string{"status", "--brokers", addr, "--timeout", "0s"}, 2, "--timeout: must be positive"},
+		{[]string{"status", "--brokers", addr, "--json=maybe"}, 2, "--json"},
 		{[]string{"status", "--brokers", addr, "extra"}, 2, "unexpected argument"},
 		{[]string{"status", "--brokers", addr, "--stats-topic", "nope"}, 1, `stats topic "nope" not found`},
 	} {

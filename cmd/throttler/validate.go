@@ -12,17 +12,23 @@ import (
 var validateCmd = &command{
 	name:    "validate",
 	summary: "check a worker config file and list every problem in it",
-	doc: `Loads the config file, applies its defaults and validates it. Prints "ok"
-and exits 0 when it is valid; otherwise prints every problem, one per line
-as "path: reason (line N)", and exits 1. Deprecated settings are printed on
-stderr the same way; they do not make the file invalid.`,
+	args:    "FILE",
+	doc: `Loads the config file FILE (or --config FILE), applies its defaults and
+validates it. Prints "ok" and exits 0 when it is valid; otherwise prints
+every problem at once, one per line as "path: reason (line N)" in the
+order of the file's lines, and exits 1: values of the wrong type, unknown
+fields (with the field a misspelling likely meant: "did you mean
+` + "`begin`" + `?"), repeated keys, required fields left out ("is required") and
+every rule the values break. Deprecated settings are printed on stderr the
+same way; they do not make the file invalid.`,
 	setup: func(fs *flag.FlagSet) action {
-		path := fs.String("config", "", "config `file` to check (required)")
+		flagPath := fs.String("config", "", "config `file` to check (or give it as the argument)")
 		return func(_ context.Context, e *env) error {
-			if *path == "" {
-				return &usageError{"flag -config is required"}
+			path, err := oneFile("config", *flagPath, e.args)
+			if err != nil {
+				return err
 			}
-			c, err := config.Load(*path)
+			c, err := config.Load(path)
 			var ps config.Problems
 			switch {
 			case err == nil:

@@ -19,6 +19,7 @@ type figures struct {
 	over      float64 // max (achieved − target) / target at any row: above the target itself
 	recover   float64 // longest span (s) more than 1% of target behind the ideal
 	precision float64 // NaN unless scored
+	refused   uint64  // events offered and not passed
 }
 
 // figuresOf computes a budget's figures from rows at or after from (in
@@ -31,6 +32,7 @@ func figuresOf(res *Result, name string, from float64) figures {
 		if b.Name == name {
 			target, rewards = b.Target, b.Kind == "rewards"
 			f.final = b.FinalError
+			f.refused = b.Offered - b.Passed
 			if b.ScorePrecision != nil {
 				f.precision = *b.ScorePrecision
 			}

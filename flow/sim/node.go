@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"time"
 
 	"github.com/throttler/throttler/flow"
 )
@@ -63,7 +62,7 @@ func (n *node) join(w *world, t int64, members int) error {
 // syncOrTune publishes and syncs at the node's sync instants, and tunes
 // otherwise.
 func (n *node) syncOrTune(w *world, t int64) {
-	now := time.Unix(0, t)
+	now := w.clock(t)
 	if (t-epoch.UnixNano()-n.phase)%w.syncEvery == 0 {
 		n.reports = n.tree.Reports(now, n.reports[:0])
 		_ = w.ex.Publish(n.reports)
@@ -114,7 +113,7 @@ func (w *world) nodeMembership(t int64) error {
 		if err := n.join(w, t, members); err != nil {
 			return err
 		}
-		src, err := n.tree.Open("node/"+n.spec.Name, time.Unix(0, t), nil)
+		src, err := n.tree.Open("node/"+n.spec.Name, w.clock(t), nil)
 		if err != nil {
 			return err
 		}
@@ -124,7 +123,7 @@ func (w *world) nodeMembership(t int64) error {
 			n.lanes[i] = src.Lane(b.spec.Name)
 		}
 		w.ex.advance(t)
-		n.tree.Sync(time.Unix(0, t), w.ex)
+		n.tree.Sync(w.clock(t), w.ex)
 	}
 	if changed {
 		alive := 0
@@ -160,7 +159,7 @@ func (n *node) run(w *world, t int64) {
 			te := t + gap*int64(j) + gap/2
 			score := s.b.score(n.rng, te)
 			s.b.offer(w.bs, te, score)
-			if decide(lane, s.b, te, score) {
+			if decide(lane, w.stamp(t, te), score) {
 				s.b.pass(w.bs, te, score, n.rng, func(j int) {
 					n.rewards.push(te+w.bs[j].spec.Reward.draw(n.rng), j)
 				})
@@ -185,7 +184,7 @@ func (n *node) deliverRewards(w *world, until int64) {
 			}
 		}
 		if to != nil {
-			to.lanes[r.b].Reward(time.Unix(0, r.at), 1)
+			to.lanes[r.b].Reward(w.clock(r.at), 1)
 		}
 	})
 }

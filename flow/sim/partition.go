@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/throttler/throttler/flow"
 )
@@ -116,7 +115,7 @@ func (w *world) partitionEvents(t int64) error {
 					p.hold(nil, t+int64(spec.SessionTimeout))
 				} else {
 					w.commitPartition(p, t)
-					p.release(t, nil, t+int64(spec.Rebalance))
+					p.release(w, t, nil, t+int64(spec.Rebalance))
 				}
 			}
 			n.tree = nil
@@ -130,7 +129,7 @@ func (w *world) partitionEvents(t int64) error {
 			if p.owner != nil {
 				owner := p.owner
 				p.abort()
-				p.release(t, owner, epoch.UnixNano()+int64(r.To)+int64(spec.Rebalance))
+				p.release(w, t, owner, epoch.UnixNano()+int64(r.To)+int64(spec.Rebalance))
 			} else {
 				p.resume = max(p.resume, epoch.UnixNano()+int64(r.To)+int64(spec.Rebalance))
 			}
@@ -168,13 +167,13 @@ func (w *world) joinPartitions(n *node, t int64) error {
 		for _, p := range w.parts {
 			if p.owner == from {
 				w.commitPartition(p, t)
-				p.release(t, n, t+int64(w.sc.Partitions.Rebalance))
+				p.release(w, t, n, t+int64(w.sc.Partitions.Rebalance))
 				break
 			}
 		}
 	}
 	w.ex.advance(t)
-	n.tree.Sync(time.Unix(0, t), w.ex)
+	n.tree.Sync(w.clock(t), w.ex)
 	return nil
 }
 
@@ -228,7 +227,7 @@ func (w *world) shares() {
 // open makes n the partition's owner at t, restoring its lanes from the
 // last commit.
 func (p *partition) open(w *world, n *node, t int64) error {
-	now := time.Unix(0, t)
+	now := w.clock(t)
 	src, err := n.tree.Open(p.name, now, func(b string) (flow.Report, bool) {
 		r, ok := p.committed[b]
 		return r, ok
@@ -250,9 +249,9 @@ func (p *partition) open(w *world, n *node, t int64) error {
 
 // release closes the partition on its owner at t (after a commit or an
 // abort); it waits until resume for next.
-func (p *partition) release(t int64, next *node, resume int64) {
+func (p *partition) release(w *world, t int64, next *node, resume int64) {
 	if p.owner != nil && p.owner.tree != nil && p.src != nil {
-		p.owner.tree.Close(p.src, time.Unix(0, t))
+		p.owner.tree.Close(p.src, w.clock(t))
 	}
 	p.hold(next, resume)
 }
@@ -281,7 +280,7 @@ func (w *world) commit(t int64) {
 	}
 	slices.SortStableFunc(all, func(a, b decision) int { return cmp.Compare(a.te, b.te) })
 	w.fold(all)
-	now := time.Unix(0, t)
+	now := w.clock(t)
 	for _, n := range w.nodes {
 		if !n.alive {
 			continue
@@ -302,7 +301,7 @@ func (w *world) commitPartition(p *partition, t int64) {
 	if p.owner == nil || p.owner.tree == nil {
 		return
 	}
-	for _, r := range p.owner.tree.Reports(time.Unix(0, t), nil) {
+	for _, r := range p.owner.tree.Reports(w.clock(t), nil) {
 		if r.Source == p.name {
 			p.committed[r.Budget] = r
 		}
@@ -339,7 +338,7 @@ func (p *partition) deliverRewards(w *world, until int64) {
 			p.held = append(p.held, r)
 			return
 		}
-		p.lanes[r.b].Reward(time.Unix(0, r.at), 1)
+		p.lanes[r.b].Reward(w.clock(r.at), 1)
 	})
 }
 
@@ -367,7 +366,7 @@ func (p *partition) run(w *world, t int64) {
 		for j := 0; j < k; j++ {
 			te := t + gap*int64(j) + gap/2
 			score := s.b.score(p.rng, te)
-			p.pending = append(p.pending, decision{te: te, stream: i, score: score, pass: decide(lane, s.b, te, score), p: p})
+			p.pending = append(p.pending, decision{te: te, stream: i, score: score, pass: decide(lane, w.stamp(t, te), score), p: p})
 		}
 	}
 }

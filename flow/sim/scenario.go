@@ -65,7 +65,30 @@ type Scenario struct {
 	// rate after, while the nodes tune and the exchange goes on; as when
 	// the consumers have their partitions back after a broker restart but
 	// fetch nothing yet, and then read the backlog all at once.
-	Stalls []Span `yaml:"stalls"`
+	Stalls []Stall `yaml:"stalls"`
+	// ClockSteps step the nodes' clock (every node's at once, as the
+	// test clock of a process or an NTP step on a shared host): from At
+	// on, the nodes read the virtual time plus the sum of the steps so
+	// far. The events of the step in which the clock steps were read
+	// before it: they are decided with the old clock, after the nodes
+	// tuned with the new one. Budgets' windows are in the nodes' time;
+	// the ground truth stays in virtual time.
+	ClockSteps []ClockStep `yaml:"clock_steps"`
+}
+
+// Stall is a span of a stall. Held: the first events read after it were
+// fetched when it began, and are decided with the instant it began, as a
+// batch that a decode held while it waited for the schema registry.
+type Stall struct {
+	Span `yaml:",inline"`
+	Held bool `yaml:"held"`
+}
+
+// ClockStep moves the nodes' clock by By (forward, or back when negative)
+// at At, a multiple of the tune interval.
+type ClockStep struct {
+	At Duration `yaml:"at"`
+	By Duration `yaml:"by"`
 }
 
 // Span is a span of virtual time, [From, To).

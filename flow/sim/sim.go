@@ -71,6 +71,34 @@ type world struct {
 	nodes       []*node
 	parts       []*partition // partition mode
 	stalls      [][2]int64   // partition mode, Unix nanoseconds
+	held        [][2]int64   // the stalls whose first batch after is held
+	clockSteps  [][2]int64   // the nodes' clock steps: instant, size
+}
+
+// offset is how far the nodes' clock is from virtual time at t.
+func (w *world) offset(t int64) int64 {
+	var d int64
+	for _, st := range w.clockSteps {
+		if st[0] <= t {
+			d += st[1]
+		}
+	}
+	return d
+}
+
+// clock is the nodes' time at virtual time t.
+func (w *world) clock(t int64) time.Time { return time.Unix(0, t+w.offset(t)) }
+
+// stamp is the instant an event at te, read in the step at t, is decided
+// with: the nodes' time when its batch was fetched, before a clock step at
+// t, or when a held stall that ended in this step began.
+func (w *world) stamp(t, te int64) time.Time {
+	for _, h := range w.held {
+		if t >= h[1] && t < h[1]+w.step {
+			return w.clock(h[0])
+		}
+	}
+	return time.Unix(0, te+w.offset(t-1))
 }
 
 // Run simulates a validated scenario.
@@ -88,7 +116,16 @@ func Run(sc *Scenario) (*Result, error) {
 	w.budgets()
 	w.ex = newLossyExchange(int64(sc.SyncDelay), sc.SyncLoss, sc.Seed, spans(append(sc.Outages, sc.Restarts...)))
 	w.commitEvery = w.step
-	w.stalls = spans(sc.Stalls)
+	for _, st := range sc.Stalls {
+		sp := spans([]Span{st.Span})[0]
+		w.stalls = append(w.stalls, sp)
+		if st.Held {
+			w.held = append(w.held, sp)
+		}
+	}
+	for _, st := range sc.ClockSteps {
+		w.clockSteps = append(w.clockSteps, [2]int64{epoch.UnixNano() + int64(st.At), int64(st.By)})
+	}
 	if sc.Partitions != nil {
 		w.commitEvery = int64(sc.Partitions.CommitInterval)
 		w.step = gcd(w.step, w.commitEvery)

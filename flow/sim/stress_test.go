@@ -86,6 +86,14 @@ func behindAtMost(d, recover float64) func(figures) error {
 	}
 }
 
+// noneRefused: every event offered passed.
+func noneRefused(f figures) error {
+	if f.refused > 0 {
+		return fmt.Errorf("%d events refused", f.refused)
+	}
+	return nil
+}
+
 var stressRows = []stressRow{
 	// Over 30 min, the crowd brings 2.5% of the window's traffic: pacing
 	// along the ideal curve caps the precision near 1/1.025.
@@ -151,6 +159,13 @@ var stressRows = []stressRow{
 	{file: "crash-three.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.005, 0.001), behindAtMost(0.03, 10)),
 	}},
+	// A budget far from its target refuses no event, whatever the clock
+	// and the partitions do; the paced budgets beside it end within 1%.
+	{file: "clock-steps.yaml", bars: map[string]func(figures, float64) error{
+		"far":      all(noneRefused),
+		"campaign": all(finalWithin(-0.01, 0.001)),
+		"scored":   all(finalWithin(-0.01, 0.001)),
+	}},
 }
 
 // The situations of the issue, each over ten seeds.
@@ -210,6 +225,10 @@ func logSummary(t *testing.T, name string, fs []figures) {
 // rows. Their bars are where the controller is today: drifting scores and
 // long-tailed reward delays are its weak spots (see docs/pacing.md).
 var situationRows = []stressRow{
+	// The demo's reward budget ends within 1% of its target.
+	{file: "demo-rewards.yaml", from: map[string]float64{"clicks": 13}, bars: map[string]func(figures, float64) error{
+		"clicks": all(finalWithin(-0.01, 0.01)),
+	}},
 	{file: "churn.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
 	}},

@@ -87,7 +87,8 @@ func streamsOf(bs []*budget) []stream {
 	return out
 }
 
-// decide offers one event of b to lane at te and returns whether it passed.
-func decide(lane *flow.Lane, b *budget, te int64, score float64) bool {
-	return lane.Decide(time.Unix(0, te), score).Pass
+// decide offers one event of b to lane, stamped now, and returns whether
+// it passed.
+func decide(lane *flow.Lane, now time.Time, score float64) bool {
+	return lane.Decide(now, score).Pass
 }

@@ -44,7 +44,14 @@ func (s *Scenario) Validate() error {
 	if len(s.Restarts) > 0 && s.Partitions == nil {
 		return bad("restarts", "broker restarts need partitions")
 	}
-	if err := validateSpans("stalls", s.Stalls); err != nil {
+	stalls := make([]Span, len(s.Stalls))
+	for i, st := range s.Stalls {
+		stalls[i] = st.Span
+	}
+	if err := validateSpans("stalls", stalls); err != nil {
+		return err
+	}
+	if err := s.validateClockSteps(); err != nil {
 		return err
 	}
 	if len(s.Stalls) > 0 && s.Partitions == nil {
@@ -141,6 +148,23 @@ func validateSpans(f string, spans []Span) error {
 			return bad(fmt.Sprintf("%s[%d].from", f, i), "must not be negative")
 		case sp.To <= sp.From:
 			return bad(fmt.Sprintf("%s[%d].to", f, i), "must be after from")
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) validateClockSteps() error {
+	for i, st := range s.ClockSteps {
+		f := fmt.Sprintf("clock_steps[%d]", i)
+		switch {
+		case st.At < 0:
+			return bad(f+".at", "must not be negative")
+		case i > 0 && st.At <= s.ClockSteps[i-1].At:
+			return bad(f+".at", "steps must be in increasing time order")
+		case st.At%s.TuneInterval != 0:
+			return bad(f+".at", "must be a multiple of the tune interval (%v)", s.TuneInterval.D())
+		case st.By == 0:
+			return bad(f+".by", "must not be zero")
 		}
 	}
 	return nil

@@ -266,7 +266,7 @@ func startE2E(t *testing.T) e2eRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(view.Close)
-	r.url = serveOn(t, New(view, Topic(r.cfg.Topics.Stats), SampleEvery(200*time.Millisecond)))
+	r.url = serveOn(t, New(view, Topic(r.cfg.Topics.Stats), SampleEvery(100*time.Millisecond)))
 	return r
 }
 

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,4 +82,76 @@ func TestPageInBrowser(t *testing.T) {
 		t.Error("the page reloaded")
 	}
 	screenshot(t, ctx, dir, "experiments.png")
+}
+
+// TestRedrawInPlace samples every 100 ms while a person reads and clicks:
+// the rows and links under the pointer stay the same elements while their
+// figures change, a text selection survives the samples, and twenty clicks
+// on budget names in a row each land on the budget's page.
+func TestRedrawInPlace(t *testing.T) {
+	ctx := newBrowser(t)
+	begin := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	src := newFake()
+	src.synthetic(40, begin)
+	var mu sync.Mutex
+	now := begin
+	s := New(src, Topic("demo.stats"), Clock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
+	tick := func() {
+		mu.Lock()
+		now = now.Add(5 * time.Second)
+		n := now
+		mu.Unlock()
+		src.progress(begin, n)
+		s.Sample(n)
+	}
+	tick()
+	url := serve(t, s)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				tick()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	row := `document.querySelector('tr[data-budget="campaign-000003"]')`
+	waitTrue(t, ctx, "the rows", row+` != null`)
+	eval[bool](t, ctx, `(() => {
+		window.row = `+row+`; window.link = window.row.querySelector("a.name");
+		window.was = window.row.querySelector(".achieved").dataset.achieved; window.seq0 = +document.body.dataset.seq;
+		const r = document.createRange(); r.selectNodeContents(window.link);
+		getSelection().removeAllRanges(); getSelection().addRange(r);
+		return true })()`)
+	waitTrue(t, ctx, "five samples that changed the row", `+document.body.dataset.seq >= window.seq0 + 5 && `+
+		row+`.querySelector(".achieved").dataset.achieved !== window.was`)
+	if !eval[bool](t, ctx, `window.row === `+row+` && window.link === window.row.querySelector("a.name") && window.link.isConnected`) {
+		t.Error("the row or its link was replaced by a sample")
+	}
+	if sel := eval[string](t, ctx, `getSelection().toString()`); sel != "campaign-000003" {
+		t.Errorf("selection after the samples: %q, want the budget's name", sel)
+	}
+
+	for i := range 20 {
+		name := fmt.Sprintf("campaign-%06d", (7*i)%40)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`nav a[data-view="budgets"]`))); err != nil {
+			t.Fatal(err)
+		}
+		link := fmt.Sprintf(`tr[data-budget="%s"] a.name`, name)
+		waitTrue(t, ctx, "the list", `location.pathname === "/" && document.querySelector('`+link+`') != null`)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(link))); err != nil {
+			t.Fatalf("click %d on %s: %v", i, name, err)
+		}
+		waitTrue(t, ctx, name+"'s page", fmt.Sprintf(`location.pathname === "/budgets/%s" && document.querySelector("#budget-view h1")?.textContent.startsWith(%q)`, name, name))
+	}
 }

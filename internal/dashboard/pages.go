@@ -1,9 +1,13 @@
 package dashboard
 
 import (
+	"bytes"
 	"embed"
+	"html"
 	"io/fs"
 	"net/http"
+
+	"github.com/throttler/throttler/internal/buildinfo"
 )
 
 // web holds the page: one HTML file, its script and its style sheet, all
@@ -24,6 +28,8 @@ func pages(mux *http.ServeMux) {
 	if err != nil {
 		panic(err)
 	}
+	// The footer says which build serves the page.
+	index = bytes.Replace(index, []byte("{{version}}"), []byte(html.EscapeString(buildinfo.Get().Short())), 1)
 	page := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")

@@ -31,7 +31,7 @@ const (
 	DefaultWorkers       = 3
 	DefaultPartitions    = 12
 	DefaultStartDelay    = 8 * time.Second
-	DefaultRewardShare   = 0.10
+	DefaultRewardShare   = 0.20
 	DefaultRewardDelay   = time.Second
 	DefaultSyncInterval  = time.Second
 	DefaultProgressEvery = 2 * time.Second
@@ -58,7 +58,7 @@ type Config struct {
 	// 8s.
 	StartDelay time.Duration
 	// RewardShare is the share of passed events that get a click. Default
-	// 0.1.
+	// 0.2.
 	RewardShare float64
 	// RewardDelay is the time from reading a pass to its click. Default 1s.
 	RewardDelay time.Duration

@@ -12,15 +12,15 @@ import (
 )
 
 func TestTargets(t *testing.T) {
-	c := Config{Rate: 2000, Duration: time.Minute, RewardShare: 0.1}
+	c := Config{Rate: 2000, Duration: time.Minute, RewardShare: 0.2}
 	got := targets(c)
 	want := map[string]float64{
-		"spring-sale": 6000, // 400/s × 60s × 1/4
-		"premium":     2400,
-		"clicks-goal": 1200, // half of 24000 passed, 10% clicked
-		"brand-a":     4800,
-		"brand-b":     2400,
-		"brand":       7200,
+		"spring-sale": 5000, // 2000/s × 60s × 1/6 weights × 1/4
+		"premium":     2000,
+		"clicks-goal": 4000, // half of 40000 passed, 20% clicked
+		"brand-a":     4000,
+		"brand-b":     2000,
+		"brand":       6000,
 	}
 	for name, w := range want {
 		if got[name] != w {

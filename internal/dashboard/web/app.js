@@ -1,6 +1,10 @@
 // The throttler dashboard: one page over the JSON API (/api/v1, see
-// docs/dashboard.md). It redraws the current view at every sample the
-// server announces on /api/v1/events, and never reloads.
+// docs/dashboard.md). It updates the current view at every sample the
+// server announces on /api/v1/events, and never reloads. Updates are made
+// in place: a row is keyed by what it shows (a budget, a variant, a
+// worker, a partition) and stays the same element from sample to sample,
+// and an element's content is replaced only when it changed, so that a
+// click, a hover or a text selection is never lost to a redraw.
 "use strict";
 
 const api = "/api/v1";
@@ -32,6 +36,60 @@ async function get(path) {
   if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
   return r.json();
 }
+
+// setHTML replaces el's content with html unless that is what it already
+// holds (as set by setHTML).
+function setHTML(el, html) {
+  if (el._html !== html) { el.innerHTML = html; el._html = html; }
+}
+
+// patchRows brings tbody's rows in line with rows, each {key, cls, cells:
+// [{html, cls, span}]}: a row whose key stays is the same element, its
+// cells replaced only where their content changed, and rows are moved
+// only where the order changed. attr, when given, is an attribute that
+// carries the key too (for links and tests: data-budget).
+function patchRows(tbody, rows, attr) {
+  const old = new Map();
+  for (const tr of Array.from(tbody.rows)) {
+    if (tr.dataset.key != null) old.set(tr.dataset.key, tr); else tr.remove();
+  }
+  rows.forEach((r, i) => {
+    let tr = old.get(r.key);
+    if (tr) old.delete(r.key);
+    else {
+      tr = document.createElement("tr");
+      tr.dataset.key = r.key;
+      if (attr) tr.setAttribute(attr, r.key);
+    }
+    if (tr.className !== (r.cls || "")) tr.className = r.cls || "";
+    while (tr.cells.length > r.cells.length) tr.deleteCell(-1);
+    r.cells.forEach((c, j) => {
+      const td = tr.cells[j] || tr.insertCell(-1);
+      if (td.className !== (c.cls || "")) td.className = c.cls || "";
+      if (td.colSpan !== (c.span || 1)) td.colSpan = c.span || 1;
+      setHTML(td, c.html);
+    });
+    if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+  });
+  for (const tr of old.values()) tr.remove();
+}
+
+// keyedChild returns container's child element keyed key, made by make()
+// (an element) when missing and put at position i.
+function keyedChild(container, key, i, make) {
+  let el = Array.from(container.children).find((c) => c.dataset.key === key);
+  if (!el) { el = make(); el.dataset.key = key; }
+  if (container.children[i] !== el) container.insertBefore(el, container.children[i] || null);
+  return el;
+}
+
+// dropOthers removes container's children whose key is not in keys.
+function dropOthers(container, keys) {
+  for (const c of Array.from(container.children)) if (!keys.has(c.dataset.key)) c.remove();
+}
+
+// emptyRow is the one row of a table with nothing to list.
+function emptyRow(span, text) { return { key: "\u0000empty", cells: [{ html: text, cls: "empty", span }] }; }
 
 // Routing: the path names the view; the query the budget list's filters.
 function route() {
@@ -118,21 +176,23 @@ function spark(trend) {
     `<line class="z" x1="0" x2="${W}" y1="${y(0)}" y2="${y(0)}"/><polyline class="l" points="${pts}"/></svg>`;
 }
 
+// budgetRow is a budget's row for patchRows, keyed by its name.
 function budgetRow(b, flat) {
   const off = b.state === "behind" || b.state === "ahead";
   const nest = !flat && b.depth ? `<span class="nest">${"&nbsp;&nbsp;&nbsp;".repeat(b.depth - 1)}└</span>` : "";
   const parent = flat && b.parent ? `<span class="parent">${esc(b.parent)} › </span>` : "";
   const kind = b.kind === "rewards" ? " · rewards" : b.scored ? " · scored" : "";
-  return `<tr data-budget="${esc(b.name)}" class="${off ? "off" : b.state === "stale" ? "stale" : ""}">` +
-    `<td>${nest}<a class="name" href="/budgets/${encodeURIComponent(b.name)}">${parent}${esc(b.name)}</a><small class="kind">${kind}</small></td>` +
-    `<td><span class="badge ${cls(b.state)}">${esc(b.state)}</span></td>` +
-    `<td>${progress(b)}</td>` +
-    `<td class="num"><span class="achieved" data-achieved="${b.achieved}">${n0(b.achieved)}</span> / ${n0(b.target)}</td>` +
-    `<td class="num dev ${off ? "bad" : "ok"}">${signed(b.deviation)}</td>` +
-    `<td>${spark(b.trend)}</td>` +
-    `<td class="num">${pct(b.pass_rate)}</td>` +
-    `<td class="num">${b.time_left_seconds > 0 ? dur(b.time_left_seconds) : "ended"}</td>` +
-    `<td class="num">${b.sources} · ${dur(b.oldest_report_age_seconds)}</td></tr>`;
+  return { key: b.name, cls: off ? "off" : b.state === "stale" ? "stale" : "", cells: [
+    { html: `${nest}<a class="name" href="/budgets/${encodeURIComponent(b.name)}">${parent}${esc(b.name)}</a><small class="kind">${kind}</small>` },
+    { html: `<span class="badge ${cls(b.state)}">${esc(b.state)}</span>` },
+    { html: progress(b) },
+    { html: `<span class="achieved" data-achieved="${b.achieved}">${n0(b.achieved)}</span> / ${n0(b.target)}`, cls: "num" },
+    { html: signed(b.deviation), cls: `num dev ${off ? "bad" : "ok"}` },
+    { html: spark(b.trend) },
+    { html: pct(b.pass_rate), cls: "num" },
+    { html: b.time_left_seconds > 0 ? dur(b.time_left_seconds) : "ended", cls: "num" },
+    { html: `${b.sources} · ${dur(b.oldest_report_age_seconds)}`, cls: "num" },
+  ] };
 }
 
 async function budgets() {
@@ -141,8 +201,8 @@ async function budgets() {
   if (state.st) u.set("state", state.st);
   const l = await get("/budgets?" + u);
   const flat = state.sort !== "tree" || state.q || state.st;
-  $("budget-rows").innerHTML = l.budgets.length ? l.budgets.map((b) => budgetRow(b, flat)).join("")
-    : `<tr><td colspan="9" class="empty">${l.all ? "No budget matches." : "No budget definitions on the stats topic yet: workers publish theirs when they start."}</td></tr>`;
+  patchRows($("budget-rows"), l.budgets.length ? l.budgets.map((b) => budgetRow(b, flat))
+    : [emptyRow(9, l.all ? "No budget matches." : "No budget definitions on the stats topic yet: workers publish theirs when they start.")], "data-budget");
   $("range").textContent = l.total ? `${n0(l.offset + 1)}–${n0(l.offset + l.budgets.length)} of ${n0(l.total)}` : "";
   $("prev").disabled = l.offset === 0;
   $("next").disabled = l.offset + l.budgets.length >= l.total;
@@ -158,22 +218,27 @@ async function budget() {
   const window = b.period_seconds ? `period of ${dur(b.period_seconds)}` : `window ${new Date(b.start).toLocaleString()} – ${new Date(b.finish).toLocaleString()}`;
   const parent = b.parent ? ` · child of <a href="/budgets/${encodeURIComponent(b.parent)}">${esc(b.parent)}</a>` : "";
   const last = d.curve.length ? d.curve[d.curve.length - 1] : null;
-  let h = `<a class="back" href="${listURL({})}">‹ All budgets</a>` +
-    `<h1>${esc(b.name)} <span class="badge ${cls(b.state)}">${esc(b.state)}</span></h1>` +
-    `<div class="sub">${esc(b.kind)}${b.scored ? ", scored" : ""}${b.delay ? ", delays events" : ""} · ${window}${parent}${b.variant ? " · limit of variant " + esc(b.variant) : ""}</div>` +
-    `<div class="tiles">` +
+  const v = $("budget-view");
+  if (v.dataset.name !== state.name) {
+    v.innerHTML = `<a class="back">‹ All budgets</a><h1></h1><div class="sub"></div><div class="tiles"></div><div class="chartbox"></div><div class="children"></div>`;
+    v.dataset.name = state.name;
+  }
+  const part = (c) => v.querySelector(c);
+  const back = listURL({});
+  if (part(".back").getAttribute("href") !== back) part(".back").setAttribute("href", back);
+  setHTML(part("h1"), `${esc(b.name)} <span class="badge ${cls(b.state)}">${esc(b.state)}</span>`);
+  setHTML(part(".sub"), `${esc(b.kind)}${b.scored ? ", scored" : ""}${b.delay ? ", delays events" : ""} · ${window}${parent}${b.variant ? " · limit of variant " + esc(b.variant) : ""}`);
+  setHTML(part(".tiles"),
     tile(`${n0(b.achieved)} <small>/ ${n0(b.target)}</small>`, `${esc(b.kind)} achieved / target`) +
     tile(signed(b.deviation), `vs ideal (${n0(b.ideal)} now)`, off) +
     tile(pct(b.pass_rate), `pass rate (${n0(b.passed)} of ${n0(b.offered)})`) +
     tile(b.time_left_seconds > 0 ? dur(b.time_left_seconds) : "ended", "time left") +
     tile(`${b.sources}`, `sources reporting, the oldest ${ago(b.oldest_report_age_seconds)}`, b.state === "stale") +
     (b.kind === "rewards" ? tile(b.passed ? (b.achieved / b.passed).toFixed(3) : "–", "rewards per pass") : "") +
-    tile(last ? n0(d.curve.length) : "0", "samples on the curve") + `</div>` +
-    `<div class="chartbox">${svg}</div>`;
-  if (d.children.length) {
-    h += `<h2>Children</h2><table class="grid budgets"><tbody>${d.children.map((c) => budgetRow(c, false)).join("")}</tbody></table>`;
-  }
-  $("budget-view").innerHTML = h;
+    tile(last ? n0(d.curve.length) : "0", "samples on the curve"));
+  setHTML(part(".chartbox"), svg);
+  setHTML(part(".children"), d.children.length ? `<h2>Children</h2><table class="grid budgets"><tbody></tbody></table>` : "");
+  if (d.children.length) patchRows(part(".children tbody"), d.children.map((c) => budgetRow(c, false)), "data-budget");
   document.title = b.name + " · throttler";
 }
 
@@ -197,39 +262,64 @@ function shareBar(share, weight) {
 
 async function experiments() {
   const l = await get("/experiments");
-  if (!l.experiments.length) { $("experiments-view").innerHTML = `<div class="empty">No experiment definitions on the stats topic.</div>`; return; }
-  $("experiments-view").innerHTML = l.experiments.map((x) => {
-    const rows = x.variants.map((v) => `<tr><td class="name">${esc(v.name)}</td><td class="num">${pct(v.weight)}</td>` +
-      `<td>${shareBar(v.share, v.weight)}</td><td class="num">${pct(v.share, 2)}</td><td class="num">${n0(v.keys)}</td>` +
-      `<td class="num">${pct(v.event_share, 2)}</td><td class="num">${n0(v.count)}</td><td>${esc(v.topic)}</td>` +
-      `<td>${v.limit ? `<a href="/budgets/${encodeURIComponent(v.limit)}">limit</a> → ${esc(v.fallback)}` : ""}</td></tr>`).join("");
-    return `<div class="exp${x.srm.mismatch ? " mismatch" : ""}"><h3>${esc(x.layer)} / ${esc(x.experiment)} ${srmBadge(x)}` +
-      `<span class="meta">${n0(x.keys)} keys · ${n0(x.events)} events · ${x.sources} source${x.sources === 1 ? "" : "s"} · counts ${ago(x.newest_counts_age_seconds)}</span></h3>` +
-      srmWarning(x) +
-      `<table class="grid"><thead><tr><th>Variant</th><th class="num">Weight</th><th>Key share <small>vs <i class="tick"></i> weight</small></th>` +
-      `<th class="num">Key share</th><th class="num">Keys</th><th class="num">Event share</th><th class="num">Events</th><th>Topic</th><th>Limit</th></tr></thead>` +
-      `<tbody>${rows}</tbody></table></div>`;
-  }).join("");
+  const v = $("experiments-view");
+  if (!l.experiments.length) {
+    v.innerHTML = `<div class="empty" data-key="">No experiment definitions on the stats topic.</div>`;
+    return;
+  }
+  const keys = new Set();
+  l.experiments.forEach((x, i) => {
+    const key = x.layer + "/" + x.experiment;
+    keys.add(key);
+    const el = keyedChild(v, key, i, () => {
+      const d = document.createElement("div");
+      d.innerHTML = `<h3></h3><div class="warning"></div><table class="grid"><thead><tr><th>Variant</th><th class="num">Weight</th>` +
+        `<th>Key share <small>vs <i class="tick"></i> weight</small></th><th class="num">Key share</th><th class="num">Keys</th>` +
+        `<th class="num">Event share</th><th class="num">Events</th><th>Topic</th><th>Limit</th></tr></thead><tbody></tbody></table>`;
+      return d;
+    });
+    const c = "exp" + (x.srm.mismatch ? " mismatch" : "");
+    if (el.className !== c) el.className = c;
+    setHTML(el.querySelector("h3"), `${esc(x.layer)} / ${esc(x.experiment)} ${srmBadge(x)}` +
+      `<span class="meta">${n0(x.keys)} keys · ${n0(x.events)} events · ${x.sources} source${x.sources === 1 ? "" : "s"} · counts ${ago(x.newest_counts_age_seconds)}</span>`);
+    setHTML(el.querySelector(".warning"), srmWarning(x));
+    patchRows(el.querySelector("tbody"), x.variants.map((w) => ({ key: w.name, cells: [
+      { html: esc(w.name), cls: "name" }, { html: pct(w.weight), cls: "num" }, { html: shareBar(w.share, w.weight) },
+      { html: pct(w.share, 2), cls: "num" }, { html: n0(w.keys), cls: "num" }, { html: pct(w.event_share, 2), cls: "num" },
+      { html: n0(w.count), cls: "num" }, { html: esc(w.topic) },
+      { html: w.limit ? `<a href="/budgets/${encodeURIComponent(w.limit)}">limit</a> → ${esc(w.fallback)}` : "" },
+    ] })));
+  });
+  dropOthers(v, keys);
 }
 
 async function workers() {
   const l = await get("/workers");
-  if (!l.workers.length) { $("workers-view").innerHTML = `<div class="empty">No worker status on the stats topic yet (workers publish one every sync interval).</div>`; return; }
-  const ws = l.workers.map((w) => `<tr class="${w.silent ? "off" : ""}"><td class="name">${esc(w.id)}</td>` +
-    `<td><span class="badge ${w.silent ? "silent" : "live"}">${w.silent ? "silent" : "live"}</span></td>` +
-    `<td class="num">${dur(w.age_seconds)}</td><td class="num">${dur((Date.parse(l.at) - Date.parse(w.started)) / 1000)}</td>` +
-    `<td class="num">${w.partitions}${w.omitted ? ` (${w.omitted} not listed)` : ""}</td><td class="num">${n0(w.lag)}</td>` +
-    `<td class="num">${n0(w.commits)}</td><td class="num${w.aborted ? " dev bad" : ""}">${n0(w.aborted)}</td>` +
-    `<td class="num${w.dead_letters ? " dev bad" : ""}">${n0(w.dead_letters)}</td></tr>`).join("");
-  const ps = l.partitions.map((p) => `<tr class="${p.owner_silent ? "off" : ""}"><td class="name">${esc(p.source)}</td>` +
-    `<td>${esc(p.owner)}${p.claims > 1 ? ` <span class="badge stale">${p.claims} claims</span>` : ""}</td>` +
-    `<td class="num">${p.lag < 0 ? "–" : n0(p.lag)}</td><td class="num">${p.offset < 0 ? "–" : n0(p.offset)}</td>` +
-    `<td class="num">${dur(p.last_commit_age_seconds)}</td></tr>`).join("");
-  $("workers-view").innerHTML = `<h2>Workers</h2><table class="grid"><thead><tr><th>Worker</th><th>Status</th><th class="num">Last report</th>` +
+  const v = $("workers-view");
+  if (!l.workers.length) {
+    setHTML(v, `<div class="empty">No worker status on the stats topic yet (workers publish one every sync interval).</div>`);
+    return;
+  }
+  setHTML(v, `<h2>Workers</h2><table class="grid"><thead><tr><th>Worker</th><th>Status</th><th class="num">Last report</th>` +
     `<th class="num">Up</th><th class="num">Partitions</th><th class="num">Lag</th><th class="num">Commits</th><th class="num">Aborted</th>` +
-    `<th class="num">Dead letters</th></tr></thead><tbody>${ws}</tbody></table>` +
+    `<th class="num">Dead letters</th></tr></thead><tbody></tbody></table>` +
     `<h2>Partitions</h2><table class="grid"><thead><tr><th>Source</th><th>Owner</th><th class="num">Lag</th><th class="num">Committed offset</th>` +
-    `<th class="num">Last commit</th></tr></thead><tbody>${ps}</tbody></table>`;
+    `<th class="num">Last commit</th></tr></thead><tbody></tbody></table>`);
+  const [wt, pt] = v.querySelectorAll("tbody");
+  patchRows(wt, l.workers.map((w) => ({ key: w.id, cls: w.silent ? "off" : "", cells: [
+    { html: esc(w.id), cls: "name" },
+    { html: `<span class="badge ${w.silent ? "silent" : "live"}">${w.silent ? "silent" : "live"}</span>` },
+    { html: dur(w.age_seconds), cls: "num" }, { html: dur((Date.parse(l.at) - Date.parse(w.started)) / 1000), cls: "num" },
+    { html: `${w.partitions}${w.omitted ? ` (${w.omitted} not listed)` : ""}`, cls: "num" }, { html: n0(w.lag), cls: "num" },
+    { html: n0(w.commits), cls: "num" }, { html: n0(w.aborted), cls: "num" + (w.aborted ? " dev bad" : "") },
+    { html: n0(w.dead_letters), cls: "num" + (w.dead_letters ? " dev bad" : "") },
+  ] })));
+  patchRows(pt, l.partitions.map((p) => ({ key: p.source, cls: p.owner_silent ? "off" : "", cells: [
+    { html: esc(p.source), cls: "name" },
+    { html: `${esc(p.owner)}${p.claims > 1 ? ` <span class="badge stale">${p.claims} claims</span>` : ""}` },
+    { html: p.lag < 0 ? "–" : n0(p.lag), cls: "num" }, { html: p.offset < 0 ? "–" : n0(p.offset), cls: "num" },
+    { html: dur(p.last_commit_age_seconds), cls: "num" },
+  ] })));
 }
 
 // live follows the server's samples; the indicator says how old the
