@@ -173,7 +173,7 @@ log: {format: json, level: info}
 	w1, a1 := h.worker("w1")
 	w2, a2 := h.worker("w2")
 	for _, a := range []string{a1, a2} {
-		if !waitFor(90*time.Second, func() bool { c, _, _ := get(t, "http://"+a+"/readyz", ""); return c == 200 }) {
+		if !waitFor(90*time.Second, func() bool { c, _, _ := fetchURL(t, "http://"+a+"/readyz", ""); return c == 200 }) {
 			t.Fatalf("worker at %s not ready", a)
 		}
 	}
@@ -207,9 +207,9 @@ log: {format: json, level: info}
 	if !waitFor(2*time.Minute, func() bool {
 		readyz, assigned, gauge = "", 0, 0
 		for a := range workers {
-			_, _, body := get(t, "http://"+a+"/readyz", "")
+			_, _, body := fetchURL(t, "http://"+a+"/readyz", "")
 			readyz += string(body)
-			_, _, m := get(t, "http://"+a+"/metrics", "")
+			_, _, m := fetchURL(t, "http://"+a+"/metrics", "")
 			if metric(m, "throttler_assigned_partitions") == 0 {
 				return false
 			}
@@ -240,8 +240,8 @@ log: {format: json, level: info}
 		}
 	}
 	for a := range workers {
-		if !waitFor(90*time.Second, func() bool { c, _, _ := get(t, "http://"+a+"/readyz", ""); return c == 200 }) {
-			_, _, body := get(t, "http://"+a+"/readyz", "")
+		if !waitFor(90*time.Second, func() bool { c, _, _ := fetchURL(t, "http://"+a+"/readyz", ""); return c == 200 }) {
+			_, _, body := fetchURL(t, "http://"+a+"/readyz", "")
 			t.Fatalf("worker at %s not ready after the repairs: %s", a, body)
 		}
 	}
@@ -392,11 +392,11 @@ func (h *hostileRun) injectEvents(ctx context.Context, tr *traffic) {
 // a slow client cut.
 func (h *hostileRun) checkWorkerHTTP(addr string) {
 	t := h.t
-	code, hd, _ := get(t, "http://"+addr+"/metrics", "")
+	code, hd, _ := fetchURL(t, "http://"+addr+"/metrics", "")
 	if code != 200 || hd.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(hd.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 		t.Fatalf("/metrics: %d %v", code, hd)
 	}
-	if code, _, _ := get(t, "http://"+addr+"/metrics", "rebound.example.net:9090"); code != http.StatusMisdirectedRequest {
+	if code, _, _ := fetchURL(t, "http://"+addr+"/metrics", "rebound.example.net:9090"); code != http.StatusMisdirectedRequest {
 		t.Fatalf("/metrics for Host rebound.example.net: %d, want 421", code)
 	}
 	if slowHeaders(t, addr, 20*time.Second) {
@@ -504,7 +504,7 @@ func (h *hostileRun) checkTools(ctx context.Context, parked []string) {
 	for _, path := range []string{"api/v1/summary", "api/v1/budgets", "api/v1/budgets?sort=deviation", "api/v1/budgets/open", "api/v1/budgets/clicks",
 		"api/v1/budgets/open/chart.svg", "api/v1/budgets/clicks/chart.svg", "api/v1/experiments", "api/v1/workers"} {
 		t0 := time.Now()
-		code, _, body := get(t, url+path, "")
+		code, _, body := fetchURL(t, url+path, "")
 		switch {
 		case code != 200:
 			t.Fatalf("dashboard %s: %d %.300s", path, code, body)
@@ -515,7 +515,7 @@ func (h *hostileRun) checkTools(ctx context.Context, parked []string) {
 		}
 		t.Logf("dashboard %s: %d bytes in %v", path, len(body), time.Since(t0).Round(time.Millisecond))
 	}
-	_, _, body := get(t, url+"api/v1/workers", "")
+	_, _, body := fetchURL(t, url+"api/v1/workers", "")
 	parkedShown := strings.Count(string(body), `"parked":"`)
 	if parkedShown < len(parked) {
 		t.Fatalf("dashboard workers: %d partitions with a parked reason, want %d: %.1000s", parkedShown, len(parked), body)
@@ -551,7 +551,7 @@ func (h *hostileRun) checkTools(ctx context.Context, parked []string) {
 func (h *hostileRun) checkOutcome(ctx context.Context, workers map[string]*proc, tr *traffic, injectedAt time.Time, lookups int64) {
 	t := h.t
 	for a, p := range workers {
-		code, _, body := get(t, "http://"+a+"/metrics", "")
+		code, _, body := fetchURL(t, "http://"+a+"/metrics", "")
 		if p.exited() || code != 200 || metric(body, "throttler_passed_total") == 0 {
 			t.Errorf("%s: exited %v, /metrics %d, passed %v", p.name, p.exited(), code, metric(body, "throttler_passed_total"))
 		}
@@ -611,7 +611,7 @@ func (h *hostileRun) checkOutcome(ctx context.Context, workers map[string]*proc,
 	}
 	control := map[string]float64{}
 	for a := range workers {
-		_, _, body := get(t, "http://"+a+"/metrics", "")
+		_, _, body := fetchURL(t, "http://"+a+"/metrics", "")
 		for _, r := range []string{"invalid", "waiting"} {
 			control[r] += metric(body, `throttler_control_records_total{result="`+r+`"}`)
 		}

@@ -128,9 +128,9 @@ func httpAddr(t *testing.T, p *proc) string {
 	return v.Addr
 }
 
-// get GETs url (with host as the Host header when set) within 2 s and
+// fetchURL GETs url (with host as the Host header when set) within 2 s and
 // returns the status, headers and at most 8 MiB of body.
-func get(t *testing.T, url, host string) (int, http.Header, []byte) {
+func fetchURL(t *testing.T, url, host string) (int, http.Header, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
