@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/internal/testwait"
@@ -244,4 +245,30 @@ func framed(id uint32) []byte {
 	b := []byte{0, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(b[1:], id)
 	return append(b, 2, 'x', 0)
+}
+
+// waitPast waits until group has committed, on every partition of topic,
+// at least the end offset the partition has now: with traffic going on,
+// the group passes a mark rather than ever standing at the end.
+func waitPast(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(2*time.Minute, func() bool {
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		past := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if c, ok := committed.Lookup(topic, o.Partition); !ok || c.At < o.Offset {
+				past = false
+			}
+		})
+		return past
+	}) {
+		t.Fatalf("group %s did not pass the ends %s had", group, topic)
+	}
 }
