@@ -178,7 +178,7 @@ log: {format: json, level: info}
 		}
 	}
 	tr := startTraffic(t, h.conn, h.events, 5, 20*time.Millisecond) // 250 good events a second
-	waitPast(ctx, t, h.adm, g, h.events) // the traffic goes on: the group passes the ends of now
+	waitPast(ctx, t, h.adm, g, h.events)                            // the traffic goes on: the group passes the ends of now
 
 	injectedAt := time.Now()
 	h.injectStats(ctx)
