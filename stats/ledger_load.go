@@ -90,9 +90,11 @@ func (p *LedgerProblem) Unwrap() error { return p.Err }
 //
 // The result has an entry for every source; a source without a ledger has
 // Offset -1 and Seq 0. A key whose newest record cannot be decoded
-// (corrupt, a newer major version) is left out of the fold and listed in
-// the source's Problems: the caller must not continue such a source,
-// which may restore less than was committed. A key that does not parse
+// (corrupt, a newer major version), or carries a sequence within
+// LedgerSeqReserve of MaxLedgerSeq (which no writer reaches:
+// ErrSequenceExhausted), is left out of the fold and listed in the
+// source's Problems: the caller must not continue such a source, which
+// may restore less than was committed. A key that does not parse
 // (another kind, a part a newer build writes) names no source of this
 // build and is skipped. The error is about reading the topic.
 //
@@ -264,8 +266,14 @@ func (f *restoreFold) record(part LedgerPart, index uint32, key, value []byte, e
 	}
 	start := len(ents)
 	h, ents, err := decodeLedgerValue(part, index, value, ents)
-	if err == nil && end >= 0 && h.offset > end {
+	switch {
+	case err != nil:
+	case end >= 0 && h.offset > end:
 		err = fmt.Errorf("%w: offset %d, the partition ends at %d", ErrBeyondEnd, h.offset, end)
+	case h.seq > MaxLedgerSeq-LedgerSeqReserve:
+		err = fmt.Errorf("%w: sequence %d", ErrSequenceExhausted, h.seq)
+	}
+	if err != nil && len(ents) > start {
 		clear(ents[start:])
 		ents = ents[:start]
 	}

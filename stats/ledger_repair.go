@@ -63,7 +63,8 @@ type LedgerInspection struct {
 	// counters.
 	Lost []LedgerRecordInfo
 	// MaxSeq is the highest sequence of any record of the source that
-	// decodes: a repair writes above it.
+	// decodes, but those within LedgerSeqReserve of the limit: a repair
+	// writes above it.
 	MaxSeq uint64
 	// Whole says that Repaired is a whole ledger: a complete snapshot and
 	// an unbroken chain of deltas after it. Every record the owner wrote
@@ -101,8 +102,11 @@ func InspectLedger(ctx context.Context, clientOpts []kgo.Opt, topic, source stri
 				var h ledgerHeader
 				var err error
 				if h, ents, err = decodeLedgerValue(part, index, r.Value, ents[:0]); err == nil {
-					in.MaxSeq = max(in.MaxSeq, h.seq)
-					ok = end < 0 || h.offset <= end
+					reachable := h.seq <= MaxLedgerSeq-LedgerSeqReserve
+					if reachable {
+						in.MaxSeq = max(in.MaxSeq, h.seq)
+					}
+					ok = reachable && (end < 0 || h.offset <= end)
 				}
 			}
 			if ok && pick == nil {

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -74,4 +75,44 @@ func TestLedgerRepair(t *testing.T) {
 	if len(in.Lost) != 1 || in.Lost[0].Part != LedgerHeartbeat {
 		t.Fatalf("after compaction: lost %v", in.Lost)
 	}
+}
+
+// TestLedgerRepairSequenceReserve: a well-formed record with a sequence
+// near the limit (which no writer reaches) is a problem of its source,
+// and the repair leaves it out, tombstones its key and writes below it.
+func TestLedgerRepairSequenceReserve(t *testing.T) {
+	_, conn := newCluster(t)
+	ensure(t, conn, StatsTopic("stats", 4))
+	ctx := testCtx(t)
+	a := newOwner(t, conn, "worker-a")
+	d := newDriver(t, 50, newTestLedger(t, "events/1"))
+	a.ds["events/1"] = d
+	for range 4 {
+		a.step(5, true)
+	}
+	k, v, err := EncodeLedger(LedgerRecord{Source: "events/1", Part: LedgerDelta, Index: 1 << 20, Seq: MaxLedgerSeq - 10, At: t0, Offset: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, newClient(t, conn, kgo.RecordPartitioner(kgo.ManualPartitioner())), &kgo.Record{Topic: "stats", Partition: 1, Key: k, Value: v})
+	states, err := LoadLedgers(ctx, conn, "stats", "events/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := states["events/1"].Problems; len(ps) != 1 || !errors.Is(&ps[0], ErrSequenceExhausted) {
+		t.Fatalf("problems %v", ps)
+	}
+	in, err := InspectLedger(ctx, conn, "stats", "events/1", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := in.RepairRecords("stats", in.Repaired.Offset, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn(t, a.cl, true, recs...)
+	if states, err = LoadLedgers(ctx, conn, "stats", "events/1"); err != nil || len(states["events/1"].Problems) != 0 {
+		t.Fatalf("after the repair: %v, %v", err, states["events/1"].Problems)
+	}
+	checkCounts(t, states["events/1"], d)
 }
