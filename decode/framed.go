@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/tidwall/gjson"
 
 	"github.com/throttler/throttler/internal/bytesconv"
-	"github.com/throttler/throttler/internal/lru"
 )
 
 // Framed records (Avro, Protobuf) are decoded by a plan compiled once per
@@ -56,7 +56,7 @@ type framedState struct {
 	numOnly uint32
 
 	mu   sync.Mutex
-	byID *lru.Cache[int, *schemaEntry] // at most maxSchemas
+	byID *simplelru.LRU[int, *schemaEntry] // at most maxSchemas
 }
 
 // maxSchemas bounds the schema ids a decoder keeps plans of: the least
@@ -74,7 +74,8 @@ type schemaEntry struct {
 // initFramed checks the options of framed formats and adds the extra paths.
 func (d *Decoder) initFramed() error {
 	c := d.cfg.framed
-	st := &framedState{cfg: c, byID: lru.New[int, *schemaEntry](maxSchemas)}
+	byID, _ := simplelru.NewLRU[int, *schemaEntry](maxSchemas, nil) // errors only on a size below 1
+	st := &framedState{cfg: c, byID: byID}
 	for _, p := range c.extra {
 		if p != "" && d.ps.index(p) < 0 {
 			d.ps.add(p)
@@ -249,7 +250,7 @@ func (st *framedState) entry(id int, d *Decoder) (*schemaEntry, error) {
 	if prev, _ := st.byID.Get(id); prev != nil {
 		return prev, nil
 	}
-	st.byID.Put(id, e)
+	st.byID.Add(id, e)
 	return e, nil
 }
 

@@ -18,12 +18,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/time/rate"
 
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/lru"
 )
 
 // Source is a decode.Schemas of a schema registry. It is safe for
@@ -34,7 +34,7 @@ type Source struct {
 	m   metrics
 
 	mu        sync.Mutex
-	ids       *lru.Cache[int, *entry]
+	ids       *simplelru.LRU[int, *entry]
 	lookups   *rate.Limiter
 	down      bool
 	downSince time.Time
@@ -74,7 +74,13 @@ func New(urls []string, opts ...Opt) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	s := &Source{cfg: c, cl: cl, ids: lru.New[int, *entry](c.maxIDs), lookups: rate.NewLimiter(rate.Limit(c.lookups), c.lookupBurst)}
+	s := &Source{cfg: c, cl: cl, lookups: rate.NewLimiter(rate.Limit(c.lookups), c.lookupBurst)}
+	// An entry evicted while cached (a schema it holds) leaves the gauge.
+	s.ids, _ = simplelru.NewLRU(max(c.maxIDs, 1), func(_ int, old *entry) {
+		if old.ok {
+			s.m.cached.Dec()
+		}
+	})
 	s.m.init()
 	return s, nil
 }
@@ -129,9 +135,7 @@ func (s *Source) Schema(id int) (decode.Schema, error) {
 			return decode.Schema{}, &unavailable{id: id, after: max(s.cfg.minBackoff, time.Duration(float64(time.Second)/s.cfg.lookups)), err: errThrottled}
 		}
 		if !known {
-			if old, evicted := s.ids.Put(id, e); evicted && old.ok {
-				s.m.cached.Dec()
-			}
+			s.ids.Add(id, e)
 		}
 		e.fetching, e.waitEnd = make(chan struct{}), time.Now().Add(s.cfg.wait)
 		go s.fetch(id, e, e.fetching)
