@@ -80,22 +80,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.viewAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_stats_view_age_seconds", Help: "Time since the stats view last applied a record."})
 	m.openLanes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_open_lanes", Help: "Lanes (budget x owned partition) open on this worker: those with an event in the last lane idle span."})
 	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.openLanes)
-	m.series.last = map[string]time.Time{}
+	m.series.last = map[string]*budgetGauges{}
 	return m
 }
 
 // snapshot sets the gauges of one budget from its controller's snapshot.
+// The budget's gauges are looked up once and kept with its series (a
+// lookup hashes the label and costs more than the rest: the tuner sets
+// every active budget's at every sync).
 func (m *metrics) snapshot(s flow.Snapshot) {
-	m.series.seen(s.Budget)
-	m.workingRate.WithLabelValues(s.Budget).Set(s.WorkingPassRate)
-	m.idealRate.WithLabelValues(s.Budget).Set(s.IdealPassRate)
-	m.localShare.WithLabelValues(s.Budget).Set(s.LocalProportion)
+	ser := &m.series
+	ser.mu.Lock()
+	defer ser.mu.Unlock()
+	g := ser.seenLocked(s.Budget)
+	if g.working == nil {
+		b := g.name
+		g.working, g.ideal, g.share = m.workingRate.WithLabelValues(b), m.idealRate.WithLabelValues(b), m.localShare.WithLabelValues(b)
+		g.cut, g.lag = m.scoreCut.WithLabelValues(b), m.lagIdeal.WithLabelValues(b)
+	}
+	g.working.Set(s.WorkingPassRate)
+	g.ideal.Set(s.IdealPassRate)
+	g.share.Set(s.LocalProportion)
 	cut := s.Cut
 	if math.IsInf(cut, 0) || math.IsNaN(cut) {
 		cut = math.MaxFloat64
 	}
-	m.scoreCut.WithLabelValues(s.Budget).Set(cut)
-	m.lagIdeal.WithLabelValues(s.Budget).Set(s.Lag)
+	g.cut.Set(cut)
+	g.lag.Set(s.Lag)
 }
 
 // rejectKey identifies a rejected counter of a partition.
@@ -309,26 +320,29 @@ func (b *budgetCount) counted() bool {
 // it ever saw. Safe for concurrent use.
 type budgetSeries struct {
 	mu   sync.Mutex
-	now  time.Time            // the instant seen stamps: the last sweep's
-	last map[string]time.Time // by budget: last seen active
-	gen  uint64               // bumped by a sweep that deletes series: the counters budgetCounts keep are stale
+	now  time.Time                // the instant seen stamps: the last sweep's
+	last map[string]*budgetGauges // by budget: when last seen active, and its gauges
+	gen  uint64                   // bumped by a sweep that deletes series: the counters budgetCounts keep are stale
 }
 
-// seen notes that budget is active (counted, or has a controller here).
-func (s *budgetSeries) seen(budget string) {
-	s.mu.Lock()
-	s.seenLocked(budget)
-	s.mu.Unlock()
+// budgetGauges is a budget's entry in budgetSeries: when it was last seen
+// active, and its gauges once the tuner set them (nil before).
+type budgetGauges struct {
+	name                            string // owned: the series' label value
+	seen                            time.Time
+	working, ideal, share, cut, lag prometheus.Gauge
 }
 
-// seenLocked is seen with s.mu held.
-func (s *budgetSeries) seenLocked(budget string) {
-	if t, ok := s.last[budget]; !ok || t.Before(s.now) {
-		if !ok {
-			budget = strings.Clone(budget)
-		}
-		s.last[budget] = s.now
+// seenLocked notes, with s.mu held, that budget is active (counted, or
+// has a controller here), and returns its entry.
+func (s *budgetSeries) seenLocked(budget string) *budgetGauges {
+	g := s.last[budget]
+	if g == nil {
+		g = &budgetGauges{name: strings.Clone(budget)}
+		s.last[g.name] = g
 	}
+	g.seen = s.now
+	return g
 }
 
 // sweep deletes the series of the budgets not seen active for idle, and
@@ -338,8 +352,8 @@ func (m *metrics) sweep(now time.Time, idle time.Duration) (deleted int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.now = now
-	for b, t := range s.last {
-		if now.Sub(t) < idle {
+	for b, g := range s.last {
+		if now.Sub(g.seen) < idle {
 			continue
 		}
 		delete(s.last, b)
