@@ -24,7 +24,8 @@ type unit struct {
 // and what its stages keep, and ends the unit of work. An aborted
 // transaction rolls every touched partition back to its committed ledger.
 // It then lets a pending rebalance proceed; after a sync it releases the
-// partitions' idle lanes and re-tunes from the stats view.
+// partitions' idle lanes and has the tuner goroutine re-tune from the
+// stats view.
 //
 // The commit has a context of its own, not the loop's: a transaction's end
 // must not be interrupted by a shutdown (kgo leaves the client in an
@@ -80,9 +81,27 @@ func (w *Worker) commit() error {
 			}
 		})
 		w.m.openLanes.Set(float64(lanes))
-		w.tree.Sync(u.now, viewExchange{w.view})
+		w.requestSync(u.now)
 	}
 	return nil
+}
+
+// requestSync asks the tuner goroutine for a Sync at now: it reads the
+// peers of every controller visited busy since the last one, which costs
+// O(active budgets) and would hold up the loop (nothing is dispatched
+// meanwhile) were it run here. A request not taken yet is replaced.
+func (w *Worker) requestSync(now time.Time) {
+	for {
+		select {
+		case w.syncReq <- now:
+			return
+		default:
+		}
+		select {
+		case <-w.syncReq: // the tuner is busy: this one replaces it
+		default:
+		}
+	}
 }
 
 // eachOwned calls fn, under w.mu, for each of ps the worker still owns. A
