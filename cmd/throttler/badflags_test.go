@@ -136,6 +136,7 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{[]string{"bench", "--cpuprofile", filepath.Join(missingDir, "cpu")}, 2, []string{"flag --cpuprofile", "no such file"}},
 		{[]string{"bench", "--streams-reference", "--format", "avro"}, 2, []string{"flag --streams-reference", "JSON only"}},
 		{[]string{"bench", "--brokers", "a:1,,b:2"}, 2, []string{"--brokers", "empty item"}},
+		{[]string{"bench", "--sync-interval", "0s"}, 2, []string{"flag --sync-interval", "at least 1ms"}},
 	}
 	runBadCases(t, cases)
 	if n := tr.conns.Load(); n != 0 {

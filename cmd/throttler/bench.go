@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"time"
 
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
@@ -51,12 +52,16 @@ a schema registry run in the process (the worker fetches the schema once);
 the Streams reference reads JSON only.
 
 The pipeline decodes budget=campaign, key=user, id=id, time=ts, and paces
---budgets window budgets to pass about half of their events each (sync
-interval 100ms, lag made up over the whole window, so that it settles within
-the run); no experiments. With --budgets 1 (the default) every event names
-budget "a"; with N > 1 the events name budgets b-0 … b-(N-1), drawn by rank
-with Zipf exponent --budget-skew (rank 0 the most frequent; default 1.1), or
-uniformly with --budget-skew 0, and each budget's target is half of its share.
+--budgets window budgets to pass about half of their events each (lag made
+up over the whole window, and a sync interval of --sync-interval, 100ms by
+default, a tenth of the worker's, so that it settles within the run); no
+experiments. The work per sync grows with the active budgets and lanes idle
+for three sync intervals close: with many budgets, --sync-interval 1s
+measures the pipeline at the worker's default. With --budgets 1 (the
+default) every event names budget "a"; with N > 1 the events name budgets
+b-0 … b-(N-1), drawn by rank with Zipf exponent --budget-skew (rank 0 the
+most frequent; default 1.1), or uniformly with --budget-skew 0, and each
+budget's target is half of its share.
 
 Rejected events go to a rejected topic: the pipeline, like the passthrough,
 produces a record for every input record, which is the fair comparison and
@@ -69,10 +74,10 @@ Prints one JSON object on stdout: medians of the rounds, "pipeline_rps",
 (over the passthrough), "pipeline_decode_ratio"; "one_budget_rps",
 "budgets_ratio" (pipeline over one budget); "streams_rps",
 "streams_cpu_s_per_million", "streams_ratio" (pipeline over Streams),
-"streams_cpu_ratio" (pipeline's CPU over Streams'); and "records", "format",
-"rejected_topic", "budgets", "budget_skew", "broker", "broker_in_process",
-"load_average" (one minute, at the start and the end). --json adds the
-delivery mode and every round.`,
+"streams_cpu_ratio" (pipeline's CPU over Streams'); and "records",
+"delivery", "format", "rejected_topic", "budgets", "budget_skew",
+"sync_interval", "broker", "broker_in_process", "load_average" (one minute,
+at the start and the end). --json adds every round.`,
 	setup: func(fs *flag.FlagSet) action {
 		records := fs.Int("records", bench.DefaultRecords, "number of input `records`")
 		delivery := fs.String("delivery", "exactly-once", "delivery `mode` of every side: exactly-once or at-least-once")
@@ -87,10 +92,11 @@ delivery mode and every round.`,
 		skew := fs.Float64("budget-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the budgets' ranks with --budgets > 1; 0: uniform")
 		brokers := listFlag(fs, "brokers", nil, "comma-separated `host:port` list of a broker in another process (default: an embedded one in this process)")
 		oneRef := fs.Bool("one-budget-reference", false, "also run, each round, the pipeline with one budget on an input of its own")
+		syncEvery := fs.Duration("sync-interval", bench.DefaultSyncInterval, "the pipeline's sync `interval` (the worker's default is 1s)")
 		streamsRef := fs.Bool("streams-reference", false, "also run, each round, the Kafka Streams reference (Java 17 and Maven)")
 		return func(ctx context.Context, e *env) error {
 			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets,
-				Skew: *skew, DecodeReference: *decodeRef, Brokers: *brokers, OneBudgetReference: *oneRef, StreamsReference: *streamsRef}
+				Skew: *skew, DecodeReference: *decodeRef, Brokers: *brokers, OneBudgetReference: *oneRef, StreamsReference: *streamsRef, SyncInterval: *syncEvery}
 			if _, err := decode.ParseFormat(*format); err != nil {
 				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			}
@@ -113,6 +119,9 @@ delivery mode and every round.`,
 			}
 			if *rounds < 1 {
 				return badFlag("rounds", "must be at least 1, got %d", *rounds)
+			}
+			if *syncEvery < time.Millisecond {
+				return badFlag("sync-interval", "must be at least 1ms, got %v", *syncEvery)
 			}
 			if *streamsRef && *format != "json" {
 				return badFlag("streams-reference", "the Kafka Streams reference reads JSON only, not --format %s", *format)

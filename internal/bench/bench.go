@@ -19,8 +19,7 @@ import (
 )
 
 const (
-	budgetName   = "a"
-	syncInterval = 100 * time.Millisecond
+	budgetName = "a"
 	// cleanupTimeout bounds the deletion of a round's topics and group.
 	cleanupTimeout = 30 * time.Second
 )
@@ -32,7 +31,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Records: c.Records, Delivery: c.Delivery.String(), RejectedTopic: !c.DropRejected,
-		Budgets: c.Budgets, Skew: c.Skew, Broker: "external"}
+		Budgets: c.Budgets, Skew: c.Skew, SyncInterval: c.SyncInterval.String(), Broker: "external"}
 	if l, ok := loadAverage(); ok {
 		res.LoadAverage = []float64{l}
 	}

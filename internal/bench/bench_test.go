@@ -181,7 +181,7 @@ func TestRunExternalBroker(t *testing.T) {
 
 func TestRunConfigErrors(t *testing.T) {
 	for _, c := range []Config{{Records: -1}, {Rounds: -2}, {Partitions: -1}, {Delivery: 9}, {Format: "xml"}, {Budgets: -1}, {Budgets: 5, Skew: 0.5},
-		{Brokers: []string{""}}} {
+		{Brokers: []string{""}}, {SyncInterval: -1}} {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}

@@ -18,6 +18,10 @@ const (
 	DefaultRecords    = 1_000_000
 	DefaultRounds     = 3
 	DefaultPartitions = 12
+	// DefaultSyncInterval is the pipeline's sync interval: a tenth of the
+	// worker's default, so that the controllers settle within a run of a
+	// second or two.
+	DefaultSyncInterval = 100 * time.Millisecond
 	// roundTimeout bounds one round.
 	roundTimeout = 5 * time.Minute
 	// observeEvery is the period of the committed-offsets observer.
@@ -53,6 +57,13 @@ type Config struct {
 	// the pipeline then produces only the passed half of what the
 	// passthrough does. Default false: every record is produced somewhere.
 	DropRejected bool
+	// SyncInterval is the pipeline's sync interval (consumer.SyncInterval
+	// and flow.SyncInterval). The work per sync (reading the peers of the
+	// active controllers, releasing idle lanes, the gauges) grows with
+	// the active budgets, and lanes idle for three sync intervals close:
+	// with many budgets, the figures depend on it.
+	// Default DefaultSyncInterval.
+	SyncInterval time.Duration
 	// Budgets is the number of budgets over the input. Default 1.
 	Budgets int
 	// Skew is the Zipf exponent (> 1) of the budgets' ranks, or 0 for a
@@ -106,6 +117,9 @@ func (c *Config) defaults() error {
 	if c.Budgets == 0 {
 		c.Budgets = 1
 	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
 	switch {
 	case c.Records < 1:
 		return fmt.Errorf("%w: records must be at least 1, got %d", ErrConfig, c.Records)
@@ -113,6 +127,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("%w: rounds must be at least 1, got %d", ErrConfig, c.Rounds)
 	case c.Partitions < 1:
 		return fmt.Errorf("%w: partitions must be at least 1, got %d", ErrConfig, c.Partitions)
+	case c.SyncInterval < time.Millisecond:
+		return fmt.Errorf("%w: sync interval must be at least 1ms, got %v", ErrConfig, c.SyncInterval)
 	case c.Budgets < 1:
 		return fmt.Errorf("%w: budgets must be at least 1, got %d", ErrConfig, c.Budgets)
 	case c.Skew != 0 && !(c.Skew > 1) || math.IsInf(c.Skew, 0):

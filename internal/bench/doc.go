@@ -47,5 +47,5 @@
 // newPipeline); rejected events go to a rejected topic (unless
 // DropRejected), so that the pipeline, like the passthrough, produces a
 // record for every input record: the fair comparison, and the default; no
-// experiments; a sync interval of 100ms.
+// experiments; a sync interval of Config.SyncInterval (100ms by default).
 package bench

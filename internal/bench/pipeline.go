@@ -124,14 +124,15 @@ func logCommits(log zerolog.Logger, w *consumer.Worker) {
 // newPipeline returns the worker of a pipeline round: c's budgets
 // (Config.budgets), each a window of an hour from now whose target is half
 // of its share of expectRPS per second. The run lasts a second or two, so
-// the flow controller is set to settle quickly: a sync interval of 100ms
-// (its own rate is measured over one), and the lag behind the ideal curve
+// the flow controller is set to settle quickly: a sync interval of
+// c.SyncInterval, 100ms by default (its own rate is measured over one),
+// and the lag behind the ideal curve
 // made up over the whole window rather than over three sync intervals
 // (the start-up time of the worker counts as lag, which would otherwise
 // make it pass nearly everything).
 func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config, now time.Time, expectRPS float64, decOpts ...decode.DecodeOpt) (*consumer.Worker, error) {
 	budgets := c.budgets(now, expectRPS)
-	tree, err := flow.NewTree(budgets, flow.Acceleration(time.Hour), flow.SyncInterval(syncInterval))
+	tree, err := flow.NewTree(budgets, flow.Acceleration(time.Hour), flow.SyncInterval(c.SyncInterval))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 		consumer.WithDelivery(c.Delivery),
 		consumer.TransactionalID(group+"-txn"),
 		consumer.WithLogger(c.Log),
-		consumer.SyncInterval(syncInterval),
+		consumer.SyncInterval(c.SyncInterval),
 	)
 }
 

@@ -62,6 +62,9 @@ type Result struct {
 	RejectedTopic bool    `json:"rejected_topic"`
 	Budgets       int     `json:"budgets"`
 	Skew          float64 `json:"budget_skew"`
+	// SyncInterval is the pipeline's (Config.SyncInterval), as a Go
+	// duration.
+	SyncInterval string `json:"sync_interval"`
 	// Broker is "embedded" (kfake in the bench's process, whose CPU then
 	// counts in every Go side's CPU) or "external" (Config.Brokers:
 	// the CPU figures are the worker side's alone); BrokerInProcess says
