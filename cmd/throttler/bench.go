@@ -18,9 +18,9 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	summary: "measure the pipeline against a raw consume→produce passthrough",
-	doc: `Runs, in alternation, --rounds rounds of each side over the same
---records synthetic events, produced once: a raw franz-go consume→produce
+	summary: "measure the pipeline against a passthrough, a decode reference and Kafka Streams",
+	doc: `Runs --rounds rounds of each side, in turn, over the same --records
+synthetic events, produced once: a raw franz-go consume→produce
 passthrough; with --decode-reference the passthrough that decodes every
 record with the pipeline's decoder; the full worker pipeline; with
 --one-budget-reference the pipeline with one budget on an input of its own;
@@ -31,7 +31,9 @@ Maven into the user's cache directory and run in one JVM for every round,
 exactly_once_v2 (at_least_once with --delivery at-least-once), a commit
 interval of 100 ms, a stream thread per core. Without Java or Maven the
 Streams side is skipped, with the reason in the log and in
-"streams_skipped".
+"streams_skipped". Round i starts at side i, so that every side runs after
+every other; the Streams JVM first makes one unmeasured pass over the input
+(the JIT compiles its hot code then).
 
 The broker: without --brokers an embedded one (kfake, with a temporary data
 directory) in the bench's own process, whose CPU then counts in the Go

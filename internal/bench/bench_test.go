@@ -223,3 +223,22 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundsRotate: round i starts at side i, so that every side runs
+// after every other over the rounds.
+func TestRoundsRotate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Records: 2000, Rounds: 3, Partitions: 2, DataDir: t.TempDir(), DecodeReference: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Rounds {
+		got = append(got, r.Side)
+	}
+	want := []string{"passthrough", "decode", "pipeline", "decode", "pipeline", "passthrough", "pipeline", "passthrough", "decode"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sides %v, want %v", got, want)
+	}
+}

@@ -2,7 +2,7 @@
 // run instead, on the same broker and the same records: `throttler
 // bench`.
 //
-// The sides of a round, in this order: a raw franz-go consume→produce
+// The sides of a round, in this order in the first: a raw franz-go consume→produce
 // passthrough; with Config.DecodeReference the decode reference, the
 // passthrough that decodes every record with the pipeline's decoder (a
 // poll's records in parallel, on GOMAXPROCS goroutines) before it copies
@@ -10,10 +10,11 @@
 // budget on an input of its own; with Config.StreamsReference a Kafka
 // Streams application (the streams directory: parse the JSON value, send
 // it to the passed or the rejected topic by a field, add a header), built
-// once with Maven and run in one JVM for every round. Rounds repeat the
-// sides in turn, so that every side is measured across the same stretch
-// of time on a loaded machine; each side's figures are the medians of its
-// rounds.
+// once with Maven and run in one JVM for every round, after an unmeasured
+// warm-up pass. Rounds repeat the sides in turn, round i starting at side
+// i, so that every side is measured across the same stretch of time on a
+// loaded machine and after every other; each side's figures are the
+// medians of its rounds.
 //
 // The Go sides share the client settings, the delivery mode (a
 // kgo.GroupTransactSession with read_committed for exactly-once; flush
