@@ -32,8 +32,9 @@ exactly_once_v2 (at_least_once with --delivery at-least-once), a commit
 interval of 100 ms, a stream thread per core. Without Java or Maven the
 Streams side is skipped, with the reason in the log and in
 "streams_skipped". Round i starts at side i, so that every side runs after
-every other; the Streams JVM first makes one unmeasured pass over the input
-(the JIT compiles its hot code then).
+every other; the Streams JVM first makes --streams-warmup unmeasured passes
+over the input (its rate still rose over the first several: the JIT
+compiles its hot code, the heap grows).
 
 The broker: without --brokers an embedded one (kfake, with a temporary data
 directory) in the bench's own process, whose CPU then counts in the Go
@@ -96,9 +97,10 @@ at the start and the end). --json adds every round.`,
 		oneRef := fs.Bool("one-budget-reference", false, "also run, each round, the pipeline with one budget on an input of its own")
 		syncEvery := fs.Duration("sync-interval", bench.DefaultSyncInterval, "the pipeline's sync `interval` (the worker's default is 1s)")
 		streamsRef := fs.Bool("streams-reference", false, "also run, each round, the Kafka Streams reference (Java 17 and Maven)")
+		streamsWarm := fs.Int("streams-warmup", bench.DefaultStreamsWarmup, "unmeasured `passes` of the Kafka Streams reference over the input before the rounds")
 		return func(ctx context.Context, e *env) error {
 			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets,
-				Skew: *skew, DecodeReference: *decodeRef, Brokers: *brokers, OneBudgetReference: *oneRef, StreamsReference: *streamsRef, SyncInterval: *syncEvery}
+				Skew: *skew, DecodeReference: *decodeRef, Brokers: *brokers, OneBudgetReference: *oneRef, StreamsReference: *streamsRef, SyncInterval: *syncEvery, StreamsWarmup: *streamsWarm}
 			if _, err := decode.ParseFormat(*format); err != nil {
 				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			}
@@ -124,6 +126,12 @@ at the start and the end). --json adds every round.`,
 			}
 			if *syncEvery < time.Millisecond {
 				return badFlag("sync-interval", "must be at least 1ms, got %v", *syncEvery)
+			}
+			if *streamsWarm < 0 {
+				return badFlag("streams-warmup", "must be at least 0, got %d", *streamsWarm)
+			}
+			if *streamsWarm == 0 {
+				c.StreamsWarmup = -1 // none
 			}
 			if *streamsRef && *format != "json" {
 				return badFlag("streams-reference", "the Kafka Streams reference reads JSON only, not --format %s", *format)

@@ -64,7 +64,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		} else {
 			defer s.close()
 			r.streams = s
-			res.StreamsGuarantee, res.StreamsThreads = s.guarantee, s.threads
+			res.StreamsGuarantee, res.StreamsThreads, res.StreamsWarmup = s.guarantee, s.threads, c.StreamsWarmup
 		}
 	}
 	stopFormat, err := r.setupFormat(ctx)

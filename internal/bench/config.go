@@ -22,6 +22,8 @@ const (
 	// worker's default, so that the controllers settle within a run of a
 	// second or two.
 	DefaultSyncInterval = 100 * time.Millisecond
+	// DefaultStreamsWarmup is Config.StreamsWarmup's default.
+	DefaultStreamsWarmup = 3
 	// roundTimeout bounds one round.
 	roundTimeout = 5 * time.Minute
 	// observeEvery is the period of the committed-offsets observer.
@@ -87,6 +89,12 @@ type Config struct {
 	// Java or Maven the side is skipped and Result.StreamsSkipped says
 	// why.
 	StreamsReference bool
+	// StreamsWarmup is the number of unmeasured passes of the Streams
+	// reference over the input before the rounds (Default
+	// DefaultStreamsWarmup; negative: none): the JVM compiles its hot code
+	// and sizes its heap while it runs, and its rate still rose over the
+	// first several passes.
+	StreamsWarmup int
 	// StreamsCache is the directory the Streams reference is built in.
 	// Default: the user's cache directory's throttler/bench-streams-HASH.
 	StreamsCache string
@@ -119,6 +127,12 @@ func (c *Config) defaults() error {
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultSyncInterval
+	}
+	switch {
+	case c.StreamsWarmup == 0:
+		c.StreamsWarmup = DefaultStreamsWarmup
+	case c.StreamsWarmup < 0:
+		c.StreamsWarmup = 0
 	}
 	switch {
 	case c.Records < 1:

@@ -10,11 +10,11 @@
 // budget on an input of its own; with Config.StreamsReference a Kafka
 // Streams application (the streams directory: parse the JSON value, send
 // it to the passed or the rejected topic by a field, add a header), built
-// once with Maven and run in one JVM for every round, after an unmeasured
-// warm-up pass. Rounds repeat the sides in turn, round i starting at side
-// i, so that every side is measured across the same stretch of time on a
-// loaded machine and after every other; each side's figures are the
-// medians of its rounds.
+// once with Maven and run in one JVM for every round, after unmeasured
+// warm-up passes (Config.StreamsWarmup). Rounds repeat the sides in turn,
+// round i starting at side i, so that every side is measured across the
+// same stretch of time on a loaded machine and after every other; each
+// side's figures are the medians of its rounds.
 //
 // The Go sides share the client settings, the delivery mode (a
 // kgo.GroupTransactSession with read_committed for exactly-once; flush

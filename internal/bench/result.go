@@ -91,14 +91,16 @@ type Result struct {
 	// (its JVM's CPU); StreamsRatio is PipelineRPS / StreamsRPS and
 	// StreamsCPURatio PipelineCPU / StreamsCPU. StreamsGuarantee is its
 	// processing.guarantee, StreamsThreads its num.stream.threads.
-	// StreamsSkipped says why the side did not run although asked for
-	// (no Java, no Maven).
+	// StreamsWarmup is the number of its unmeasured passes before the
+	// rounds. StreamsSkipped says why the side did not run although asked
+	// for (no Java, no Maven).
 	StreamsRPS       float64 `json:"streams_rps,omitempty"`
 	StreamsCPU       float64 `json:"streams_cpu_s_per_million,omitempty"`
 	StreamsRatio     float64 `json:"streams_ratio,omitempty"`
 	StreamsCPURatio  float64 `json:"streams_cpu_ratio,omitempty"`
 	StreamsGuarantee string  `json:"streams_guarantee,omitempty"`
 	StreamsThreads   int     `json:"streams_threads,omitempty"`
+	StreamsWarmup    int     `json:"streams_warmup,omitempty"`
 	StreamsSkipped   string  `json:"streams_skipped,omitempty"`
 	// LoadAverage is the machine's one-minute load average at the start
 	// and at the end of the run (Linux; else absent): other work on the

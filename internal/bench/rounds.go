@@ -30,13 +30,15 @@ func (r *runner) rounds(ctx context.Context, res *Result) error {
 		return err
 	}
 	if r.streams != nil {
-		// The JVM compiles its hot code while it runs: one pass over the
-		// input, not measured, so that every round measures Streams as a
-		// long-running service runs.
-		if _, err := r.round(ctx, 0, "streams warm-up", func(ctx context.Context) (Round, error) {
-			return r.streamsRound(ctx, -1)
-		}); err != nil {
-			return err
+		// The JVM compiles its hot code and sizes its heap while it runs:
+		// passes over the input, not measured, so that the rounds measure
+		// Streams as a long-running service runs.
+		for k := range c.StreamsWarmup {
+			if _, err := r.round(ctx, k, "streams warm-up", func(ctx context.Context) (Round, error) {
+				return r.streamsRound(ctx, -1-k)
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range c.Rounds {

@@ -239,12 +239,12 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
-// streamsRound runs round i of the Kafka Streams reference (-1: its
-// warm-up).
+// streamsRound runs round i of the Kafka Streams reference (-1-k: its
+// warm-up pass k).
 func (r *runner) streamsRound(ctx context.Context, i int) (Round, error) {
 	what := "ks"
 	if i < 0 {
-		what, i = "ks-warm", 0
+		what, i = "ks-warm", -1-i
 	}
 	app := r.name(what, i)
 	passed, rejected := r.name(what+"-pass", i), r.name(what+"-rej", i)

@@ -139,13 +139,13 @@ func TestStreamsReference(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := Config{Records: 20000, Rounds: 1, Partitions: 4, DataDir: t.TempDir(), StreamsReference: true}
+	c := Config{Records: 20000, Rounds: 1, Partitions: 4, DataDir: t.TempDir(), StreamsReference: true, StreamsWarmup: 2}
 	res, err := Run(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.StreamsSkipped != "" || !(res.StreamsRPS > 0) || !(res.StreamsCPU > 0) || res.StreamsGuarantee != "exactly_once_v2" ||
-		res.StreamsThreads < 1 || len(res.Rounds) != 3 || res.Rounds[2].Side != sideStreams {
+		res.StreamsThreads < 1 || res.StreamsWarmup != 2 || len(res.Rounds) != 3 || res.Rounds[2].Side != sideStreams {
 		t.Fatalf("result %+v", res)
 	}
 
