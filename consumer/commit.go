@@ -3,6 +3,9 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,7 +27,8 @@ type unit struct {
 // and what its stages keep, and ends the unit of work. An aborted
 // transaction rolls every touched partition back to its committed ledger.
 // It then lets a pending rebalance proceed; after a sync it releases the
-// partitions' idle lanes and re-tunes from the stats view.
+// partitions' idle lanes and has the tuner goroutine re-tune from the
+// stats view.
 //
 // The commit has a context of its own, not the loop's: a transaction's end
 // must not be interrupted by a shutdown (kgo leaves the client in an
@@ -81,9 +85,27 @@ func (w *Worker) commit() error {
 			}
 		})
 		w.m.openLanes.Set(float64(lanes))
-		w.tree.Sync(u.now, viewExchange{w.view})
+		w.requestSync(u.now)
 	}
 	return nil
+}
+
+// requestSync asks the tuner goroutine for a Sync at now: it reads the
+// peers of every controller visited busy since the last one, which costs
+// O(active budgets) and would hold up the loop (nothing is dispatched
+// meanwhile) were it run here. A request not taken yet is replaced.
+func (w *Worker) requestSync(now time.Time) {
+	for {
+		select {
+		case w.syncReq <- now:
+			return
+		default:
+		}
+		select {
+		case <-w.syncReq: // the tuner is busy: this one replaces it
+		default:
+		}
+	}
 }
 
 // eachOwned calls fn, under w.mu, for each of ps the worker still owns. A
@@ -137,25 +159,16 @@ func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 			return nil // end fails the unit: nothing more is written
 		}
 	}
-	var err error
-	w.eachOwned(parts, func(p *partition) {
-		if err != nil || !p.ready.Load() {
-			return // still loading its ledger
+	for _, l := range w.ledgers(parts, u) {
+		if l.err != nil {
+			return fmt.Errorf("ledger of %s: %w", l.p.source, l.err)
 		}
-		recs, lerr := p.ledgerRecords(u.now, u.syncDue)
-		if lerr != nil {
-			err = fmt.Errorf("ledger of %s: %w", p.source, lerr)
-			return
-		}
-		if len(recs) > 0 {
-			u.written = append(u.written, p)
-			for _, r := range recs {
+		if len(l.recs) > 0 {
+			u.written = append(u.written, l.p)
+			for _, r := range l.recs {
 				w.produce(r)
 			}
 		}
-	})
-	if err != nil {
-		return err
 	}
 	u.defs = w.definitionRecords(u.now)
 	if u.syncDue {
@@ -167,6 +180,45 @@ func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 	}
 	u.held = heldOffsets(u.touched)
 	return nil
+}
+
+// ledgerOut is one partition's ledger records for a unit of work.
+type ledgerOut struct {
+	p    *partition
+	recs []*kgo.Record
+	err  error
+}
+
+// ledgers returns the ledger records of the partitions of ps still owned
+// and started (not loading their ledger), in ps's order. They are
+// computed on up to GOMAXPROCS goroutines, a partition on one: the
+// partitions are idle, and a ledger's records (a report per budget that
+// changed there: with many budgets, about one per record processed) are
+// otherwise the longest part of a commit on the loop. w.mu is held
+// throughout, as eachOwned holds it.
+func (w *Worker) ledgers(ps []*partition, u *unit) []ledgerOut {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var outs []ledgerOut
+	for _, p := range ps {
+		if w.parts[topicPartition{p.topic, p.id}] == p && p.ready.Load() {
+			outs = append(outs, ledgerOut{p: p})
+		}
+	}
+	var next atomic.Int64
+	work := func() {
+		for i := int(next.Add(1) - 1); i < len(outs); i = int(next.Add(1) - 1) {
+			o := &outs[i]
+			o.recs, o.err = o.p.ledgerRecords(u.now, u.syncDue)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(outs)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return outs
 }
 
 // end ends the unit of work: committed unless a produce failed. An abort

@@ -234,9 +234,10 @@ func (w *Worker) newSession() (session, error) {
 	return txnSession{s: s, unblockAfter: unblockAfter(s.Client())}, nil
 }
 
-// tuner re-tunes the flow tree every tune interval and, every sync
-// interval, refreshes the gauges of the active controllers and deletes
-// the series of budgets no longer active here (metrics.sweep).
+// tuner re-tunes the flow tree every tune interval, syncs it when a
+// commit asks (requestSync) and, every sync interval, refreshes the
+// gauges of the active controllers and deletes the series of budgets no
+// longer active here (metrics.sweep).
 func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(w.cfg.tuneInterval)
@@ -247,6 +248,9 @@ func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 			return
+		case at := <-w.syncReq:
+			w.tree.Sync(at, viewExchange{w.view})
+			continue
 		case <-t.C:
 		}
 		now := w.cfg.now()

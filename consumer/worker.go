@@ -105,6 +105,7 @@ type Worker struct {
 
 	// poll loop state
 	nextSync time.Time
+	syncReq  chan time.Time // the commits' Syncs, for the tuner (requestSync)
 
 	status workerStatus // published every sync interval (workerstatus.go)
 	srm    *srmCheck    // nil without experiments; used by the tuner
@@ -132,13 +133,14 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	c.clientOpts = append([]kgo.Opt{kgo.MetadataMinAge(MetadataMinAge)}, c.clientOpts...)
 	dec = dec.WithoutBudgets()
 	w := &Worker{
-		cfg:    c,
-		tree:   tree,
-		dec:    dec,
-		scored: dec.Scored(),
-		log:    c.log.With().Str("component", "consumer").Str("group", c.group).Logger(),
-		parts:  map[topicPartition]*partition{},
-		limits: map[string]bool{},
+		cfg:     c,
+		tree:    tree,
+		dec:     dec,
+		scored:  dec.Scored(),
+		log:     c.log.With().Str("component", "consumer").Str("group", c.group).Logger(),
+		parts:   map[topicPartition]*partition{},
+		limits:  map[string]bool{},
+		syncReq: make(chan time.Time, 1),
 	}
 	w.setShare = tree.SetShare
 	for _, l := range c.variantLimits {

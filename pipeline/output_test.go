@@ -89,8 +89,31 @@ func TestRecordsManyBudgets(t *testing.T) {
 			}
 		}
 	}
-	if n := len(rs.shared.byPass); n > maxSharedHeaders {
-		t.Fatalf("%d shared pass headers kept, at most %d", n, maxSharedHeaders)
+	if n := rs.shared.byPass.len(); n > 2*maxSharedHeaders {
+		t.Fatalf("%d shared pass headers kept, at most %d", n, 2*maxSharedHeaders)
+	}
+}
+
+// TestHeaderCacheKeepsUsed: a key used in every generation stays (its
+// headers are the same slice), while the cache stays bounded.
+func TestHeaderCacheKeepsUsed(t *testing.T) {
+	var c headerCache[string]
+	hot, cold := []kgo.RecordHeader{{Key: "k"}}, []kgo.RecordHeader{}
+	c.put("hot", hot)
+	for i := range 10 * maxSharedHeaders {
+		c.put(fmt.Sprint(i), cold)
+		if h := c.get("hot"); len(h) != 1 || &h[0] != &hot[0] {
+			t.Fatalf("after %d others, hot headers %v", i+1, h)
+		}
+		if n := c.len(); n > 2*maxSharedHeaders {
+			t.Fatalf("%d entries, at most %d", n, 2*maxSharedHeaders)
+		}
+	}
+	if c.get("0") != nil {
+		t.Fatal("the oldest cold key is still there")
+	}
+	if c.get(fmt.Sprint(10*maxSharedHeaders-1)) == nil {
+		t.Fatal("the newest cold key is gone")
 	}
 }
 

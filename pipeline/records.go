@@ -65,14 +65,14 @@ func (rs *Records) Output(e *Event, o Outcome, scored bool) *kgo.Record {
 // sharedHeaders keeps the header slices of plain records: by budget for a
 // pass (decision, budget), by reason and budget for a reject (decision,
 // reason, budget), as fillOutput writes them. The last one used of each is
-// at hand without a map lookup; each map is cleared when it reaches
-// maxSharedHeaders entries, so that a partition that sees many budgets
-// keeps a bounded number.
+// at hand without a map lookup. Each map keeps two generations of at most
+// maxSharedHeaders entries (headerCache), so that a partition that sees
+// many budgets keeps a bounded number, and the budgets it sees often stay.
 type sharedHeaders struct {
 	pass     []kgo.RecordHeader // of the last pass
 	reject   []kgo.RecordHeader // of the last reject
-	byPass   map[string][]kgo.RecordHeader
-	byReject map[rejectHeaders][]kgo.RecordHeader
+	byPass   headerCache[string]
+	byReject headerCache[rejectHeaders]
 }
 
 type rejectHeaders struct{ reason, budget string }
@@ -93,11 +93,11 @@ func (sh *sharedHeaders) of(e *Event, o Outcome, scored bool) []kgo.RecordHeader
 		if h := sh.pass; h != nil && bytesconv.String(h[1].Value) == e.Fields.Budget {
 			return h
 		}
-		h, ok := sh.byPass[e.Fields.Budget]
-		if !ok {
+		h := sh.byPass.get(e.Fields.Budget)
+		if h == nil {
 			b := []byte(e.Fields.Budget) // a copy: e's may be the record's bytes
 			h = []kgo.RecordHeader{{Key: HeaderDecision, Value: valPass}, {Key: HeaderBudget, Value: b}}
-			sh.byPass = put(sh.byPass, bytesconv.String(b), h)
+			sh.byPass.put(bytesconv.String(b), h)
 		}
 		sh.pass = h
 		return h
@@ -105,13 +105,12 @@ func (sh *sharedHeaders) of(e *Event, o Outcome, scored bool) []kgo.RecordHeader
 		if h := sh.reject; h != nil && bytesconv.String(h[1].Value) == e.RejectReason && bytesconv.String(h[2].Value) == e.RejectedBy {
 			return h
 		}
-		k := rejectHeaders{e.RejectReason, e.RejectedBy}
-		h, ok := sh.byReject[k]
-		if !ok {
-			reason, budget := []byte(k.reason), []byte(k.budget) // copies, as for a pass
+		h := sh.byReject.get(rejectHeaders{e.RejectReason, e.RejectedBy})
+		if h == nil {
+			reason, budget := []byte(e.RejectReason), []byte(e.RejectedBy) // copies, as for a pass
 			h = []kgo.RecordHeader{{Key: HeaderDecision, Value: valReject},
 				{Key: HeaderReason, Value: reason}, {Key: HeaderBudget, Value: budget}}
-			sh.byReject = put(sh.byReject, rejectHeaders{bytesconv.String(reason), bytesconv.String(budget)}, h)
+			sh.byReject.put(rejectHeaders{bytesconv.String(reason), bytesconv.String(budget)}, h)
 		}
 		sh.reject = h
 		return h
@@ -119,13 +118,43 @@ func (sh *sharedHeaders) of(e *Event, o Outcome, scored bool) []kgo.RecordHeader
 	return nil
 }
 
-// put adds k to m, made if nil, cleared first when full.
-func put[K comparable](m map[K][]kgo.RecordHeader, k K, h []kgo.RecordHeader) map[K][]kgo.RecordHeader {
-	if m == nil {
-		m = make(map[K][]kgo.RecordHeader)
-	} else if len(m) >= maxSharedHeaders {
-		clear(m)
-	}
-	m[k] = h
-	return m
+// headerCache maps keys to header slices in two generations: new entries
+// go to the current one, and when it holds maxSharedHeaders it becomes the
+// old one and the old one is dropped. A key found in the old generation
+// moves to the current one. It thus keeps at most 2 × maxSharedHeaders
+// entries, among them every key used since the last change of
+// generation: a thousand budgets that come round often are not dropped
+// together, as clearing one map when full would do.
+type headerCache[K comparable] struct {
+	cur, old map[K][]kgo.RecordHeader
 }
+
+// get returns the headers of k, or nil.
+func (c *headerCache[K]) get(k K) []kgo.RecordHeader {
+	if h, ok := c.cur[k]; ok {
+		return h
+	}
+	h, ok := c.old[k]
+	if ok {
+		c.put(k, h)
+	}
+	return h
+}
+
+// put adds k's headers to the current generation.
+func (c *headerCache[K]) put(k K, h []kgo.RecordHeader) {
+	if c.cur == nil {
+		c.cur = make(map[K][]kgo.RecordHeader)
+	} else if len(c.cur) >= maxSharedHeaders {
+		c.old, c.cur = c.cur, c.old
+		if c.cur == nil {
+			c.cur = make(map[K][]kgo.RecordHeader, maxSharedHeaders)
+		} else {
+			clear(c.cur)
+		}
+	}
+	c.cur[k] = h
+}
+
+// len returns the number of entries kept.
+func (c *headerCache[K]) len() int { return len(c.cur) + len(c.old) }

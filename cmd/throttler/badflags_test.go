@@ -135,6 +135,10 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{[]string{"bench", "--records", "0"}, 2, []string{"flag --records", "at least 1"}},
 		{[]string{"bench", "--rounds", "0"}, 2, []string{"flag --rounds", "at least 1"}},
 		{[]string{"bench", "--cpuprofile", filepath.Join(missingDir, "cpu")}, 2, []string{"flag --cpuprofile", "no such file"}},
+		{[]string{"bench", "--streams-reference", "--format", "avro"}, 2, []string{"flag --streams-reference", "JSON only"}},
+		{[]string{"bench", "--brokers", "a:1,,b:2"}, 2, []string{"--brokers", "empty item"}},
+		{[]string{"bench", "--sync-interval", "0s"}, 2, []string{"flag --sync-interval", "at least 1ms"}},
+		{[]string{"bench", "--streams-warmup", "-1"}, 2, []string{"flag --streams-warmup", "at least 0"}},
 	}
 	runBadCases(t, cases)
 	if n := tr.conns.Load(); n != 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"runtime/pprof"
-	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,25 +15,32 @@ import (
 	"github.com/throttler/throttler/internal/loadgen"
 )
 
-func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, prof io.Writer) (Round, error) {
-	n := strconv.Itoa(i)
-	group := "bench-pl-" + n
+// pipelineRound runs round i of a pipeline side: the pipeline of c (its
+// budgets; Budgets 1 reads the one-budget input when it is not the main
+// side) at the expected rate expectRPS.
+func (r *runner) pipelineRound(ctx context.Context, i int, side string, c Config, expectRPS float64, prof io.Writer) (Round, error) {
+	what, input := "pl", r.input()
+	if side == sideOneBudget {
+		what, input = "one", r.inputOne()
+	}
+	group := r.name(what, i)
 	topics := consumer.Topics{
-		Input:       []string{inputTopic},
-		Output:      "bench-pl-out-" + n,
-		DeadLetter:  "bench-pl-dlq-" + n,
-		Stats:       "bench-pl-stats-" + n,
-		Checkpoints: "bench-pl-ckpt-" + n,
+		Input:       []string{input},
+		Output:      r.name(what+"-out", i),
+		DeadLetter:  r.name(what+"-dlq", i),
+		Stats:       r.name(what+"-stats", i),
+		Checkpoints: r.name(what+"-ckpt", i),
 	}
 	create := []string{topics.Output, topics.DeadLetter}
-	if !r.c.DropRejected {
-		topics.Rejected = "bench-pl-rej-" + n
+	if !c.DropRejected {
+		topics.Rejected = r.name(what+"-rej", i)
 		create = append(create, topics.Rejected)
 	}
 	if err := r.createTopics(ctx, create...); err != nil {
 		return Round{}, err
 	}
-	w, err := newPipeline(r.clientOpts(), group, topics, r.c, time.Now(), expectRPS, r.decOpts...)
+	defer r.cleanup(group, append(create, topics.Stats, topics.Checkpoints)...)
+	w, err := newPipeline(r.clientOpts(), group, topics, c, time.Now(), expectRPS, r.decOpts...)
 	if err != nil {
 		return Round{}, err
 	}
@@ -42,15 +48,17 @@ func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, pr
 	if err != nil {
 		return Round{}, err
 	}
-	rps, secs, cpu, err := r.runSide(ctx, group, w.Run)
+	rd, err := r.runSide(ctx, side, group, input, processCPU, w.Run)
 	stop()
 	if err != nil {
 		return Round{}, err
 	}
-	logCommits(r.c.Log, w)
-	pass, produced := outcomes(w, !r.c.DropRejected)
-	return Round{Side: "pipeline", RPS: rps, Seconds: secs, CPUMicros: cpu, Passed: pass / float64(r.c.Records),
-		Produced: produced / float64(r.c.Records), DeadLetters: counter(w, "throttler_dead_lettered_total")}, nil
+	logCommits(c.Log, w)
+	pass, produced := outcomes(w, !c.DropRejected)
+	rd.Passed = pass / float64(c.Records)
+	rd.Produced = produced / float64(c.Records)
+	rd.DeadLetters = counter(w, "throttler_dead_lettered_total")
+	return rd, nil
 }
 
 // startProfile starts a CPU profile to prof, if not nil; stop ends it.
@@ -116,14 +124,15 @@ func logCommits(log zerolog.Logger, w *consumer.Worker) {
 // newPipeline returns the worker of a pipeline round: c's budgets
 // (Config.budgets), each a window of an hour from now whose target is half
 // of its share of expectRPS per second. The run lasts a second or two, so
-// the flow controller is set to settle quickly: a sync interval of 100ms
-// (its own rate is measured over one), and the lag behind the ideal curve
+// the flow controller is set to settle quickly: a sync interval of
+// c.SyncInterval, 100ms by default (its own rate is measured over one),
+// and the lag behind the ideal curve
 // made up over the whole window rather than over three sync intervals
 // (the start-up time of the worker counts as lag, which would otherwise
 // make it pass nearly everything).
 func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config, now time.Time, expectRPS float64, decOpts ...decode.DecodeOpt) (*consumer.Worker, error) {
 	budgets := c.budgets(now, expectRPS)
-	tree, err := flow.NewTree(budgets, flow.Acceleration(time.Hour), flow.SyncInterval(syncInterval))
+	tree, err := flow.NewTree(budgets, flow.Acceleration(time.Hour), flow.SyncInterval(c.SyncInterval))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +147,7 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 		consumer.WithDelivery(c.Delivery),
 		consumer.TransactionalID(group+"-txn"),
 		consumer.WithLogger(c.Log),
-		consumer.SyncInterval(syncInterval),
+		consumer.SyncInterval(c.SyncInterval),
 	)
 }
 

@@ -1,0 +1,10 @@
+package bench
+
+import "syscall"
+
+// streamsProcAttr puts the JVM in a process group of its own (a terminal's
+// interrupt reaches the bench, which stops it in order) and has the
+// kernel kill it should the bench die first.
+func streamsProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
