@@ -11,18 +11,14 @@ import (
 	"github.com/throttler/throttler/internal/testcert"
 )
 
-// TestBadInputKfake runs the shared suite on the embedded broker: every
+// TestBadInput runs the shared suite on kfake and on Apache Kafka: every
 // kind of bad record ends in the dead-letter topic with its reason, and
 // the good events around them are decided as usual, counts exact.
-func TestBadInputKfake(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
-	defer cancel()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	runBadInputSuite(t, b.Addrs(), config.Security{})
+func TestBadInput(t *testing.T) {
+	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
+		b := sharedCluster(t, k, 3)
+		runBadInputSuite(t, []string{b.addr}, config.Security{}, k.groupYAML(groupTimeouts{}))
+	})
 }
 
 // TestBadInputKfakeSASLTLS runs the shared suite on an embedded broker
@@ -46,5 +42,5 @@ func TestBadInputKfakeSASLTLS(t *testing.T) {
 	runBadInputSuite(t, b.Addrs(), config.Security{
 		TLS:  config.TLS{CAFile: files.CA},
 		SASL: config.SASL{Mechanism: config.SASLScramSHA512, Username: "worker", Password: "w-secret"},
-	})
+	}, "")
 }

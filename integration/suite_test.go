@@ -21,8 +21,7 @@ import (
 )
 
 // This file is the end-to-end body shared by every broker the suite runs
-// on: the embedded kfake broker (TestBadInputKfake) and real Kafka images
-// through testcontainers-go (TestBadInputKafkaContainer). It takes broker
+// on (TestBadInput, TestBadInputKfakeSASLTLS). It takes broker
 // addresses, so that it asserts the same things everywhere.
 
 // badKind is one kind of bad record: how it is made and where it must end.
@@ -95,8 +94,9 @@ const suiteTimeout = 3 * time.Minute
 // every bad record in the dead-letter topic with its reason and source
 // position, every good event in exactly one of the output and rejected
 // topics, nothing else written, and the committed ledgers counting as
-// many passes as the output holds. brokers and sec reach the cluster.
-func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
+// many passes as the output holds. brokers and sec reach the cluster;
+// groupYAML is the workers' group protocol and timeouts.
+func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, groupYAML string) {
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer cancel()
 	// Unique names, so that a shared cluster can run the suite twice.
@@ -119,7 +119,7 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
 		t.Fatalf("create %s: %v", events, err)
 	}
 
-	cfg, err := config.Parse(suiteYAML(brokers, topic("group"), events, passed, rejected, dlq, ""))
+	cfg, err := config.Parse(suiteYAML(brokers, topic("group"), events, passed, rejected, dlq, groupYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
