@@ -25,6 +25,8 @@ pipeline over them, -rounds times each, with a fresh consumer group and
 fresh output topics per round. Both sides use the same client settings,
 delivery mode and commit cadence; a round's rate counts the records
 committed after the group's first commit, over the time to the last one.
+With -brokers it runs on that cluster instead (topics and groups named
+bench-<run id>-…, its topics deleted at the end).
 
 With -format avro or protobuf the events are in that format, framed for
 a schema registry run in the process (the worker fetches the schema once).
@@ -65,8 +67,10 @@ records passed and produced) on stdout.`,
 		budgets := fs.Int("budgets", 1, "`number` of budgets over the events")
 		decodeRef := fs.Bool("decode-reference", false, "also run, each round, the passthrough that decodes every record with the pipeline's decoder")
 		skew := fs.Float64("budget-skew", loadgen.DefaultSkew, "Zipf `exponent` (above 1) of the budgets' ranks with -budgets > 1; 0: uniform")
+		brokers := listFlag(fs, "brokers", nil, "comma-separated seed `brokers` (plaintext) of a cluster to run on instead of the embedded broker; the run's topics are deleted at the end")
 		return func(ctx context.Context, e *env) error {
-			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets, Skew: *skew, DecodeReference: *decodeRef}
+			c := bench.Config{Records: *records, Rounds: *rounds, Log: e.log, Format: *format, DropRejected: *drop, Budgets: *budgets, Skew: *skew, DecodeReference: *decodeRef,
+				Brokers: *brokers}
 			if _, err := decode.ParseFormat(*format); err != nil {
 				return badFlag("format", "want json, avro or protobuf, got %q", *format)
 			}

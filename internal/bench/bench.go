@@ -45,6 +45,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -83,10 +84,16 @@ type Config struct {
 	// Partitions of the input and output topics. Default
 	// DefaultPartitions.
 	Partitions int32
-	// DataDir is the broker's data directory. Default: a temporary
-	// directory, removed at the end (records kept in memory with no
-	// retention would grow the broker and slow it down round after round).
+	// DataDir is the embedded broker's data directory. Default: a
+	// temporary directory, removed at the end (records kept in memory with
+	// no retention would grow the broker and slow it down round after
+	// round).
 	DataDir string
+	// Brokers, when set, are the seed brokers (host:port, plaintext) of a
+	// cluster to run on instead of the embedded broker. The run's topics
+	// and groups are named bench-<run id>-…, and its topics are deleted at
+	// the end.
+	Brokers []string
 	// DropRejected makes the pipeline drop rejected events (counted, not
 	// produced), as `throttler bench` did before it had a rejected topic:
 	// the pipeline then produces only the passed half of what the
@@ -160,7 +167,6 @@ type Result struct {
 }
 
 const (
-	inputTopic   = "bench-in"
 	budgetName   = "a"
 	syncInterval = 100 * time.Millisecond
 )
@@ -199,27 +205,32 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// Run starts an embedded broker on a free loopback port, produces the
-// input once, then runs the rounds and returns their medians.
+// Run starts an embedded broker on a free loopback port (or uses
+// c.Brokers), produces the input once, then runs the rounds and returns
+// their medians.
 func Run(ctx context.Context, c Config) (Result, error) {
 	if err := c.defaults(); err != nil {
 		return Result{}, err
 	}
-	if c.DataDir == "" {
-		dir, err := os.MkdirTemp("", "throttler-bench-")
+	r := &runner{c: c, prefix: "bench-", addrs: c.Brokers}
+	if len(c.Brokers) > 0 {
+		r.prefix = "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	} else {
+		if c.DataDir == "" {
+			dir, err := os.MkdirTemp("", "throttler-bench-")
+			if err != nil {
+				return Result{}, err
+			}
+			defer os.RemoveAll(dir)
+			c.DataDir = dir
+		}
+		b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(c.DataDir), broker.Partitions(c.Partitions))
 		if err != nil {
 			return Result{}, err
 		}
-		defer os.RemoveAll(dir)
-		c.DataDir = dir
+		defer b.Close()
+		r.addrs = b.Addrs()
 	}
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(c.DataDir),
-		broker.Partitions(c.Partitions), broker.SeedTopics(inputTopic))
-	if err != nil {
-		return Result{}, err
-	}
-	defer b.Close()
-	r := &runner{c: c, addrs: b.Addrs()}
 	stopFormat, err := r.setupFormat(ctx)
 	defer stopFormat()
 	if err != nil {
@@ -230,6 +241,12 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	defer r.admCl.Close()
 	r.adm = kadm.NewClient(r.admCl)
+	if len(c.Brokers) > 0 {
+		defer r.deleteTopics()
+	}
+	if err := r.createTopics(ctx, r.input()); err != nil {
+		return Result{}, err
+	}
 	if err := r.produceInput(ctx); err != nil {
 		return Result{}, err
 	}
@@ -324,6 +341,7 @@ func median(xs []float64) float64 {
 
 type runner struct {
 	c       Config
+	prefix  string // of the run's topics and groups
 	addrs   []string
 	admCl   *kgo.Client
 	adm     *kadm.Client
@@ -348,7 +366,7 @@ func (r *runner) produceInput(ctx context.Context) error {
 	}
 	defer cl.Close()
 	t0 := time.Now()
-	sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: inputTopic, Count: uint64(r.c.Records), Encoder: r.enc})
+	sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: r.input(), Count: uint64(r.c.Records), Encoder: r.enc})
 	if err != nil {
 		return fmt.Errorf("produce input: %w", err)
 	}
@@ -362,6 +380,35 @@ func (r *runner) produceInput(ctx context.Context) error {
 // createTopics creates topics with the input's partition count.
 func (r *runner) createTopics(ctx context.Context, topics ...string) error {
 	return broker.CreateTopics(ctx, r.adm, r.c.Partitions, nil, topics...)
+}
+
+// name returns the name of the run's topic or group s.
+func (r *runner) name(s string) string { return r.prefix + s }
+
+// input is the input topic.
+func (r *runner) input() string { return r.name("in") }
+
+// deleteTopics deletes the topics the run created, and those the
+// pipeline's workers created (stats and checkpoints), from a cluster the
+// run does not own; a failure is logged.
+func (r *runner) deleteTopics() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topics, err := r.adm.ListTopics(ctx)
+	if err == nil {
+		var mine []string
+		for _, t := range topics.Names() {
+			if strings.HasPrefix(t, r.prefix) {
+				mine = append(mine, t)
+			}
+		}
+		if len(mine) > 0 {
+			_, err = r.adm.DeleteTopics(ctx, mine...)
+		}
+	}
+	if err != nil {
+		r.c.Log.Warn().Err(err).Str("prefix", r.prefix).Msg("deleting the run's topics")
+	}
 }
 
 // observe polls group's committed offsets of the input until they reach
@@ -390,7 +437,7 @@ func (r *runner) observe(ctx context.Context, group string, start time.Time, fai
 		}
 		var sum int64
 		offs.Each(func(o kadm.OffsetResponse) {
-			if o.Topic == inputTopic && o.Err == nil && o.At > 0 {
+			if o.Topic == r.input() && o.Err == nil && o.At > 0 {
 				sum += o.At
 			}
 		})
@@ -442,9 +489,9 @@ func cpuTime() time.Duration {
 // passthroughRound runs round i of the passthrough, or with dec of the
 // decode reference.
 func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer, dec *decode.Decoder) (Round, error) {
-	side, prefix := "passthrough", "bench-pt-"
+	side, prefix := "passthrough", r.name("pt-")
 	if dec != nil {
-		side, prefix = "decode", "bench-dec-"
+		side, prefix = "decode", r.name("dec-")
 	}
 	out := prefix + "out-" + strconv.Itoa(i)
 	group := prefix + strconv.Itoa(i)
@@ -454,7 +501,7 @@ func (r *runner) passthroughRound(ctx context.Context, i int, prof io.Writer, de
 	p := passthrough{
 		opts:     r.clientOpts(),
 		group:    group,
-		input:    inputTopic,
+		input:    r.input(),
 		output:   out,
 		delivery: r.c.Delivery,
 		txnID:    group + "-txn",

@@ -28,7 +28,7 @@ func (r *runner) setupFormat(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return srv.Close, err
 	}
-	if r.enc, err = loadgen.Register(ctx, cl, inputTopic+"-value", r.c.Format); err != nil {
+	if r.enc, err = loadgen.Register(ctx, cl, r.input()+"-value", r.c.Format); err != nil {
 		return srv.Close, err
 	}
 	src, err := registry.New([]string{srv.URL()})

@@ -18,17 +18,17 @@ import (
 
 func (r *runner) pipelineRound(ctx context.Context, i int, expectRPS float64, prof io.Writer) (Round, error) {
 	n := strconv.Itoa(i)
-	group := "bench-pl-" + n
+	group := r.name("pl-" + n)
 	topics := consumer.Topics{
-		Input:       []string{inputTopic},
-		Output:      "bench-pl-out-" + n,
-		DeadLetter:  "bench-pl-dlq-" + n,
-		Stats:       "bench-pl-stats-" + n,
-		Checkpoints: "bench-pl-ckpt-" + n,
+		Input:       []string{r.input()},
+		Output:      r.name("pl-out-" + n),
+		DeadLetter:  r.name("pl-dlq-" + n),
+		Stats:       r.name("pl-stats-" + n),
+		Checkpoints: r.name("pl-ckpt-" + n),
 	}
 	create := []string{topics.Output, topics.DeadLetter}
 	if !r.c.DropRejected {
-		topics.Rejected = "bench-pl-rej-" + n
+		topics.Rejected = r.name("pl-rej-" + n)
 		create = append(create, topics.Rejected)
 	}
 	if err := r.createTopics(ctx, create...); err != nil {
