@@ -46,8 +46,10 @@ var (
 
 	// everyKind is every kind, the crash test's default.
 	everyKind = []brokerKind{kfakeKind, kafkaKind, kip848Kind, txn1Kind}
-	// bothBrokers is kfake and Kafka, the default of the other tests.
+	// bothBrokers is kfake and Kafka, the default of most tests.
 	bothBrokers = []brokerKind{kfakeKind, kafkaKind}
+	// kafkaOnly is the default of the tests of what a real broker does.
+	kafkaOnly = []brokerKind{kafkaKind}
 )
 
 // kindsOf returns the kinds a test runs on: THROTTLER_BROKERS, or def.

@@ -29,7 +29,7 @@ func TestStatsTopicCompactedThenRebuilt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 70 s run across processes")
 	}
-	onBrokers(t, []brokerKind{kafkaKind}, func(t *testing.T, k brokerKind) {
+	onBrokers(t, kafkaOnly, func(t *testing.T, k brokerKind) {
 		brk := ownCluster(t, k, 12, []string{"--compaction-interval", "500ms"},
 			kafkabroker.Compaction(500*time.Millisecond, 2*time.Second, 0.01))
 		const partitions, window = 12, 50 * time.Second

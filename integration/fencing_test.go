@@ -53,12 +53,13 @@ func (r *fenceRun) finish(t *testing.T, workers ...*proc) {
 // the old one is gone): the new one's InitProducerID fences the old
 // producer, whose next transactional request fails; the old one is then
 // stopped. Nothing is lost or written twice, and the counters equal the
-// outputs. It runs on kfake and on Apache Kafka.
+// outputs. It runs on Apache Kafka (kfake, with THROTTLER_BROKERS, passes
+// it too).
 func TestWorkerReplacedIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 40 s run across processes")
 	}
-	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
+	onBrokers(t, kafkaOnly, func(t *testing.T, k brokerKind) {
 		r := startFenceRun(t, k, 20*time.Second)
 		old := r.worker(t, "worker-0", r.group+"-w0")
 		other := r.worker(t, "worker-1", r.group+"-w1")
@@ -90,15 +91,15 @@ func TestWorkerReplacedIsFenced(t *testing.T) {
 // aborted the frozen worker's transaction on its timeout; woken up
 // (SIGCONT), the worker finds its producer fenced, starts a new session
 // and goes on. Nothing is lost or written twice, and the counters equal
-// the outputs. It runs on kfake and on Apache Kafka (whose transaction
-// coordinator looks for timed-out transactions every
-// transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s by
-// default).
+// the outputs. It runs on Apache Kafka, whose transaction coordinator
+// looks for timed-out transactions every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by
+// default); kfake, with THROTTLER_BROKERS, passes it too.
 func TestTransactionAbortedOnTimeout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 50 s run across processes")
 	}
-	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
+	onBrokers(t, kafkaOnly, func(t *testing.T, k brokerKind) {
 		r := startFenceRun(t, k, 30*time.Second)
 		frozen := r.worker(t, "worker-0", r.group+"-w0")
 		other := r.worker(t, "worker-1", r.group+"-w1")
