@@ -62,7 +62,8 @@ func New(dir string, opts ...Opt) (*Broker, error) {
 	}
 	// Free ports are taken from the kernel and released before the JVM
 	// binds them: another process may take one in between, so a start
-	// that fails to bind is tried again on new ports.
+	// that fails to bind is tried again on new ports, formatted anew (the
+	// data directory records the controller's address).
 	for attempt := 1; ; attempt++ {
 		if err := b.pickPorts(); err != nil {
 			return nil, err
@@ -70,10 +71,11 @@ func New(dir string, opts ...Opt) (*Broker, error) {
 		if err := b.writeProperties(); err != nil {
 			return nil, err
 		}
-		if attempt == 1 {
-			if err := b.format(); err != nil {
-				return nil, err
-			}
+		if err := os.RemoveAll(filepath.Join(dir, "data")); err != nil {
+			return nil, err
+		}
+		if err := b.format(); err != nil {
+			return nil, err
 		}
 		err := b.start()
 		if err == nil {
