@@ -341,3 +341,13 @@ func waitTopic(t *testing.T, addr, topic string) {
 		t.Fatalf("topic %s not in the broker's metadata", topic)
 	}
 }
+
+// loadDone waits for the load generator gen to end and fails the test if
+// it did not produce all it was asked to.
+func loadDone(t *testing.T, gen *proc) {
+	t.Helper()
+	<-gen.done
+	if gen.werr != nil {
+		t.Fatalf("%s: %v\n%s", gen.name, gen.werr, gen.err)
+	}
+}

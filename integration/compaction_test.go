@@ -68,7 +68,7 @@ func TestStatsTopicCompactedThenRebuilt(t *testing.T) {
 		_ = workers[1].cmd.Process.Signal(syscall.SIGKILL)
 		<-workers[1].done
 		workers[1] = worker("w1")
-		<-gen.done
+		loadDone(t, gen)
 		if !waitFor(60*time.Second, func() bool { return caughtUp(ctx, adm, group, input) }) {
 			t.Fatal("the group did not consume the first half")
 		}
@@ -96,6 +96,9 @@ func TestStatsTopicCompactedThenRebuilt(t *testing.T) {
 			if len(tl.lost) > 0 || tl.duplicates > 0 || tl.unknown > 0 {
 				t.Errorf("%s: %d ids lost, %d duplicated, %d unknown", when, len(tl.lost), tl.duplicates, tl.unknown)
 			}
+			if tl.passes == 0 {
+				t.Errorf("%s: no pass: the run exercised nothing", when)
+			}
 			if inStats != uint64(tl.passes) || inLedgers != uint64(tl.passes) {
 				t.Errorf("%s: counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", when, inStats, inLedgers, tl.passes)
 			}
@@ -108,7 +111,7 @@ func TestStatsTopicCompactedThenRebuilt(t *testing.T) {
 		// Second half: two new workers start from the compacted topic.
 		gen = load("loadgen-2", end.Add(2*time.Second), 22)
 		workers = []*proc{worker("w3"), worker("w4")}
-		<-gen.done
+		loadDone(t, gen)
 		if !waitFor(60*time.Second, func() bool { return caughtUp(ctx, adm, group, input) }) {
 			t.Fatal("the group did not consume the second half")
 		}

@@ -236,7 +236,7 @@ func runCrashRecovery(t *testing.T, k brokerKind) {
 			t.Errorf("group %s: %d kills happened, want %d", g.name, g.kills, killsEach)
 		}
 	}
-	<-gen.done
+	loadDone(t, gen)
 
 	// Every group consumes the input to its end, then stops.
 	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)

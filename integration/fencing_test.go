@@ -44,7 +44,7 @@ func (r *fenceRun) worker(t *testing.T, name, id string) *proc {
 // finish waits for the load's end and checks the run (finishExactlyOnce).
 func (r *fenceRun) finish(t *testing.T, workers ...*proc) {
 	t.Helper()
-	<-r.gen.done
+	loadDone(t, r.gen)
 	finishExactlyOnce(t, r.addr, r.group, r.input, r.target, r.partitions, workers...)
 }
 

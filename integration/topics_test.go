@@ -236,6 +236,9 @@ func finishExactlyOnce(t *testing.T, addr, group, input string, target, partitio
 	if over > 0.005 {
 		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 0.5%%)", tl.passes, target, 100*over)
 	}
+	if tl.passes == 0 {
+		t.Errorf("no pass: the run exercised nothing")
+	}
 	inStats, inLedgers := countedPasses(ctx, t, addr, group+".stats", input, int32(partitions), "campaign")
 	t.Logf("passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.passes)
 	if inStats != uint64(tl.passes) || inLedgers != uint64(tl.passes) {
