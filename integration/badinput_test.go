@@ -17,7 +17,7 @@ import (
 func TestBadInput(t *testing.T) {
 	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
 		b := sharedCluster(t, k, 3)
-		runBadInputSuite(t, []string{b.addr}, config.Security{}, k.groupYAML(groupTimeouts{}))
+		runBadInputSuite(t, []string{b.addr}, config.Security{}, k.groupYAML(groupTimeouts{}), b.prefix)
 	})
 }
 
@@ -42,5 +42,5 @@ func TestBadInputKfakeSASLTLS(t *testing.T) {
 	runBadInputSuite(t, b.Addrs(), config.Security{
 		TLS:  config.TLS{CAFile: files.CA},
 		SASL: config.SASL{Mechanism: config.SASLScramSHA512, Username: "worker", Password: "w-secret"},
-	}, "")
+	}, "", "")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,11 @@ import (
 //     cluster's transactions v2, classic consumer groups;
 //   - kafka-kip848: the same with KIP-848 groups (group_protocol consumer);
 //   - kafka-txn1: Apache Kafka formatted with transaction.version=1, as a
-//     cluster upgraded from Kafka 3 runs, classic groups.
+//     cluster upgraded from Kafka 3 runs, classic groups;
+//   - external: the cluster whose seed broker is THROTTLER_EXTERNAL_BROKERS
+//     (host:port, plaintext), classic groups; the tests that stop their broker skip
+//     it, the others name their topics and groups with a prefix of the
+//     run's own and delete their topics at the end.
 //
 // Each test names the kinds it runs on by default; THROTTLER_BROKERS
 // (kind names, comma-separated) runs every test on those instead.
@@ -33,7 +38,8 @@ import (
 // brokerKind is a kind of broker and the workers' group protocol on it.
 type brokerKind struct {
 	name     string
-	kafka    bool   // Apache Kafka; else kfake
+	kafka    bool   // Apache Kafka started by the test; else kfake
+	external bool   // the cluster at THROTTLER_EXTERNAL_BROKERS
 	txn      int    // Kafka's transaction.version
 	protocol string // the workers' group_protocol
 }
@@ -43,6 +49,9 @@ var (
 	kafkaKind  = brokerKind{name: "kafka", kafka: true, txn: 2, protocol: "classic"}
 	kip848Kind = brokerKind{name: "kafka-kip848", kafka: true, txn: 2, protocol: "consumer"}
 	txn1Kind   = brokerKind{name: "kafka-txn1", kafka: true, txn: 1, protocol: "classic"}
+	// externalKind is the cluster at THROTTLER_EXTERNAL_BROKERS, only
+	// on request.
+	externalKind = brokerKind{name: "external", external: true, protocol: "classic"}
 
 	// everyKind is every kind, the crash test's default.
 	everyKind = []brokerKind{kfakeKind, kafkaKind, kip848Kind, txn1Kind}
@@ -61,13 +70,13 @@ func kindsOf(t *testing.T, def []brokerKind) []brokerKind {
 	var kinds []brokerKind
 	for _, name := range strings.Split(s, ",") {
 		found := false
-		for _, k := range everyKind {
+		for _, k := range append(everyKind, externalKind) {
 			if k.name == strings.TrimSpace(name) {
 				kinds, found = append(kinds, k), true
 			}
 		}
 		if !found {
-			t.Fatalf("THROTTLER_BROKERS=%q: no kind %q (kinds: kfake, kafka, kafka-kip848, kafka-txn1)", s, name)
+			t.Fatalf("THROTTLER_BROKERS=%q: no kind %q (kinds: kfake, kafka, kafka-kip848, kafka-txn1, external)", s, name)
 		}
 	}
 	return kinds
@@ -140,6 +149,9 @@ type cluster struct {
 // (more options).
 func ownCluster(t *testing.T, k brokerKind, partitions int, flags []string, opts ...kafkabroker.Opt) *cluster {
 	t.Helper()
+	if k.external {
+		t.Skip("skipped on an external cluster: the test stops or configures its broker")
+	}
 	c := &cluster{kind: k, partitions: partitions, flags: flags}
 	if k.kafka {
 		c.kafka = kafkabroker.Start(t, append([]kafkabroker.Opt{kafkabroker.TransactionVersion(k.txn)}, opts...)...)
@@ -157,6 +169,15 @@ func ownCluster(t *testing.T, k brokerKind, partitions int, flags []string, opts
 // prefix of t's own (c.name), deleted when t ends.
 func sharedCluster(t *testing.T, k brokerKind, partitions int, flags ...string) *cluster {
 	t.Helper()
+	if k.external {
+		addrs := os.Getenv("THROTTLER_EXTERNAL_BROKERS")
+		if addrs == "" {
+			t.Fatal("the external kind needs THROTTLER_EXTERNAL_BROKERS=host:port (a seed broker)")
+		}
+		c := &cluster{kind: k, addr: addrs, prefix: fmt.Sprintf("it-%s-t%d-", runID, nextPrefix.Add(1))}
+		t.Cleanup(func() { c.deleteTopics(t) })
+		return c
+	}
 	if !k.kafka {
 		return ownCluster(t, k, partitions, flags)
 	}
@@ -235,6 +256,9 @@ func (c *cluster) deleteTopics(t *testing.T) {
 
 // nextPrefix numbers the tests on shared brokers.
 var nextPrefix atomic.Int64
+
+// runID tells this run's topics from other runs' on an external cluster.
+var runID = strconv.FormatInt(time.Now().UnixNano()%(1<<40), 36)
 
 // sharedKafka holds the package's Apache Kafka brokers, one per
 // transaction version, started on first use and stopped by TestMain.

@@ -34,7 +34,7 @@ func TestFormats(t *testing.T) {
 		formats, avroID, protoID := newSuiteFormats(t, srv)
 		for _, f := range formats {
 			t.Run(f.name, func(t *testing.T) {
-				runFormatSuite(ctx, t, k, []string{b.addr}, srv.URL(), f, formatBadKinds(f, avroID, protoID))
+				runFormatSuite(ctx, t, k, b.prefix, []string{b.addr}, srv.URL(), f, formatBadKinds(f, avroID, protoID))
 			})
 		}
 	})
@@ -85,9 +85,9 @@ func formatBadKinds(f suiteFormat, avroID, protoID int) []badKind {
 
 // runFormatSuite sends good events with the bad records kinds between
 // them in format f through one worker and checks where each one ended.
-func runFormatSuite(ctx context.Context, t *testing.T, k brokerKind, brokers []string, registryURL string, f suiteFormat, kinds []badKind) {
+func runFormatSuite(ctx context.Context, t *testing.T, k brokerKind, prefix string, brokers []string, registryURL string, f suiteFormat, kinds []badKind) {
 	run := f.name + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	topic := func(s string) string { return "fmt-" + run + "-" + s }
+	topic := func(s string) string { return prefix + "fmt-" + run + "-" + s }
 	events, passed, rejected, dlq := topic("events"), topic("passed"), topic("rejected"), topic("dlq")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(4<<20), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	if err != nil {
