@@ -183,7 +183,13 @@ func sharedCluster(t *testing.T, k brokerKind, partitions int, flags ...string) 
 	}
 	b := sharedKafka.get(t, k.txn)
 	c := &cluster{kind: k, addr: b.Addr(), kafka: b, prefix: fmt.Sprintf("t%d-", nextPrefix.Add(1))}
-	t.Cleanup(func() { c.deleteTopics(t) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- the shared Apache Kafka's log (WARN and up, tail; other tests' lines too):\n%s", b.LogTail(30))
+			kafkabroker.KeepLog(t, b)
+		}
+		c.deleteTopics(t)
+	})
 	return c
 }
 
