@@ -14,9 +14,12 @@
 // with the test binary even when that is SIGKILLed.
 //
 // The configuration is a small single-node cluster for tests: internal
-// topics with one replica, no initial rebalance delay, KIP-848 group
-// timeouts as short as the classic ones the tests use (6 s sessions,
-// 500 ms heartbeats), a small log cleaner buffer, no topic auto-creation
-// (as kfake, and as careful clusters: throttler creates what it writes).
-// Options change these and add any server property.
+// topics with one replica (and 10 partitions, not 50), no initial
+// rebalance delay, KIP-848 group timeouts as short as the classic ones the
+// tests use (6 s sessions, 500 ms heartbeats), a broker session of 4 s
+// (a broker restarted after a SIGKILL registers again once the previous
+// registration has expired), a small log cleaner buffer, no topic
+// auto-creation (as kfake, and as careful clusters: throttler creates what
+// it writes). Options change these and add any server property. The JVM
+// gets 512 MiB of heap and the serial collector.
 package kafkabroker
