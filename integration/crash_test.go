@@ -151,7 +151,7 @@ func runCrashRecovery(t *testing.T, k brokerKind) {
 	defer closeAdm()
 	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", input, "--partitions", fmt.Sprint(partitions),
 		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(2*time.Second)).Round(time.Second).String(),
-		"--budgets", "campaign:9,ghost:1", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed))
+		"--budgets", "campaign:9,ghost:1", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed), "--flush-timeout", outageFlush.String())
 	waitProducing(t, gen, addr, input)
 	for _, g := range groups {
 		for i := range g.workers {

@@ -98,6 +98,7 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{lg("--tls", "--tls-insecure-skip-verify=maybe"), 2, []string{"-tls-insecure-skip-verify"}},
 		{lg("--skew", "NaN"), 2, []string{"flag -skew"}},
 		{lg("--format", "xml"), 2, []string{"flag -format", `got "xml"`}},
+		{lg("--flush-timeout", "0s"), 2, []string{"flag -flush-timeout", "must be positive"}},
 		{lg("--format", "avro"), 2, []string{"flag -registry", "is required with -format avro"}},
 		// status
 		{st("--sasl-mechanism", "scram-sha-1", "--sasl-user", "u", "--sasl-password", "p"), 2, []string{"flag -sasl-mechanism"}},
