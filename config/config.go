@@ -22,6 +22,9 @@ type Config struct {
 	Topics Topics `yaml:"topics"`
 	// Delivery is the delivery guarantee. Default DeliveryExactlyOnce.
 	Delivery Delivery `yaml:"delivery"`
+	// GroupProtocol is the consumer group protocol the workers join
+	// with. Default DefaultGroupProtocol.
+	GroupProtocol GroupProtocol `yaml:"group_protocol"`
 	// SyncInterval is how often a worker publishes its counters and re-tunes
 	// from its peers'. At least 10ms. Default 1s.
 	SyncInterval time.Duration `yaml:"sync_interval"`
@@ -118,6 +121,25 @@ const (
 	// DeliveryAtLeastOnce commits offsets after the outputs are written; a
 	// crash can duplicate outputs.
 	DeliveryAtLeastOnce Delivery = "at-least-once"
+)
+
+// GroupProtocol is a consumer group protocol.
+type GroupProtocol string
+
+// Group protocols.
+const (
+	// GroupProtocolClassic is the protocol of every Kafka release: the
+	// members join, one of them assigns the partitions (cooperative
+	// sticky), and the session, heartbeat and rebalance timeouts are the
+	// worker's (timeouts).
+	GroupProtocolClassic GroupProtocol = "classic"
+	// GroupProtocolConsumer is KIP-848's protocol (Kafka 4.0 and later;
+	// 4.3 or later advised): the broker assigns the partitions and
+	// decides the session timeout and heartbeat interval
+	// (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
+	// Against a broker without it, the client joins with the classic
+	// protocol.
+	GroupProtocolConsumer GroupProtocol = "consumer"
 )
 
 // Fields holds dot-separated JSON paths into an event ("a.b" is field b of

@@ -6,6 +6,7 @@ import "time"
 const (
 	DefaultGroup          = "throttler"
 	DefaultDelivery       = DeliveryExactlyOnce
+	DefaultGroupProtocol  = GroupProtocolClassic
 	DefaultSyncInterval   = time.Second
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultHTTPListen     = "127.0.0.1:9090"
@@ -46,6 +47,9 @@ func (c *Config) defaults() {
 	}
 	if c.Delivery == "" {
 		c.Delivery = DefaultDelivery
+	}
+	if c.GroupProtocol == "" {
+		c.GroupProtocol = DefaultGroupProtocol
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultSyncInterval

@@ -37,6 +37,7 @@
 //	  control: throttler.changes         # default "<group>.changes": budget changes at run time
 //	  partitions: 12                     # for topics created on start; default 0 = as many as the input, else 12
 //	delivery: exactly-once               # or at-least-once (default exactly-once)
+//	group_protocol: classic              # or consumer (KIP-848; default classic)
 //	sync_interval: 1s                    # counter exchange period, at least 10ms (default 1s)
 //	commit_interval: 100ms               # how often a transaction or commit closes (default 100ms)
 //	fields:                              # dot-separated JSON paths into each event

@@ -7,7 +7,9 @@ import (
 
 // Timeouts tune how soon the cluster notices a worker that is gone. Zero
 // leaves a timeout at the Kafka client's default (franz-go: session 45s,
-// rebalance 60s, heartbeat 3s, transaction 40s).
+// rebalance 60s, heartbeat 3s, transaction 40s). With group_protocol
+// consumer the broker decides the session timeout and the heartbeat
+// interval, and setting them here is an error.
 //
 // A crashed worker's partitions move to the others once its session
 // times out, and a transaction it left open holds back read_committed
@@ -42,6 +44,16 @@ func (v *checker) timeouts(c *Config) {
 			v.add("timeouts."+f.name, fmt.Sprintf("must not be negative, got %v", f.d))
 		case f.d > 0 && f.d < time.Millisecond:
 			v.add("timeouts."+f.name, fmt.Sprintf("must be at least 1ms (or 0 for the client's default), got %v", f.d))
+		}
+	}
+	if c.GroupProtocol == GroupProtocolConsumer {
+		// The broker decides these for KIP-848 groups: a value here would
+		// do nothing.
+		if t.Session > 0 {
+			v.add("timeouts.session", "the broker sets it with group_protocol consumer (group.consumer.session.timeout.ms); remove it, or use group_protocol classic")
+		}
+		if t.Heartbeat > 0 {
+			v.add("timeouts.heartbeat", "the broker sets it with group_protocol consumer (group.consumer.heartbeat.interval.ms); remove it, or use group_protocol classic")
 		}
 	}
 	if t.Heartbeat > 0 && t.Session > 0 && t.Heartbeat >= t.Session {

@@ -41,6 +41,11 @@ func (c *Config) Validate() error {
 	default:
 		v.add("delivery", fmt.Sprintf("must be %q or %q, got %q", DeliveryExactlyOnce, DeliveryAtLeastOnce, c.Delivery))
 	}
+	switch c.GroupProtocol {
+	case GroupProtocolClassic, GroupProtocolConsumer:
+	default:
+		v.add("group_protocol", fmt.Sprintf("must be %q or %q, got %q", GroupProtocolClassic, GroupProtocolConsumer, c.GroupProtocol))
+	}
 	if c.SyncInterval < MinSyncInterval {
 		v.add("sync_interval", fmt.Sprintf("must be at least %v, got %v", MinSyncInterval, c.SyncInterval))
 	}

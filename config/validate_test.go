@@ -213,7 +213,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 		Fields:  Fields{Budget: "campaign"},
 		Budgets: []Budget{{Name: "b", Target: 10, Period: time.Minute}},
 	}
-	checkProblems(t, c.Validate(), want{"delivery", ""}, want{"sync_interval", ""},
+	checkProblems(t, c.Validate(), want{"delivery", ""}, want{"group_protocol", ""}, want{"sync_interval", ""},
 		want{"commit_interval", ""}, want{"topics.dead_letter", ""}, want{"topics.stats", ""},
 		want{"group", ""},
 		want{"http.listen", ""}, want{"log.format", ""}, want{"log.level", ""})

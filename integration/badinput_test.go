@@ -11,18 +11,24 @@ import (
 	"github.com/throttler/throttler/internal/testcert"
 )
 
-// TestBadInputKfake runs the shared suite on the embedded broker: every
+// TestBadInput runs the shared suite on kfake and on Apache Kafka: every
 // kind of bad record ends in the dead-letter topic with its reason, and
 // the good events around them are decided as usual, counts exact.
-func TestBadInputKfake(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
-	defer cancel()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop()))
-	if err != nil {
-		t.Fatal(err)
+func TestBadInput(t *testing.T) {
+	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
+		b := sharedCluster(t, k, 3)
+		runBadInputSuite(t, []string{b.addr}, config.Security{}, k.groupYAML(groupTimeouts{}), b.prefix)
+	})
+}
+
+// TestBadInputContainer runs the suite on Kafka in a container
+// (testcontainers-go), where a Docker engine answers; it skips without.
+func TestBadInputContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: starts a Kafka container")
 	}
-	defer b.Close()
-	runBadInputSuite(t, b.Addrs(), config.Security{})
+	b := sharedCluster(t, containerKind, 3)
+	runBadInputSuite(t, []string{b.addr}, config.Security{}, containerKind.groupYAML(groupTimeouts{}), b.prefix)
 }
 
 // TestBadInputKfakeSASLTLS runs the shared suite on an embedded broker
@@ -46,5 +52,5 @@ func TestBadInputKfakeSASLTLS(t *testing.T) {
 	runBadInputSuite(t, b.Addrs(), config.Security{
 		TLS:  config.TLS{CAFile: files.CA},
 		SASL: config.SASL{Mechanism: config.SASLScramSHA512, Username: "worker", Password: "w-secret"},
-	})
+	}, "", "")
 }

@@ -32,7 +32,8 @@ func crashSeed(t *testing.T) uint64 {
 
 // crashGroup is one consumer group of three `throttler run` workers.
 type crashGroup struct {
-	name     string
+	name     string // the group, and the prefix of its topics
+	input    string
 	delivery string
 	cfg      string
 	workers  [3]*proc
@@ -74,19 +75,17 @@ type crash struct {
 	restart time.Duration
 }
 
-// killBroker SIGKILLs the broker and restarts it 2 s later on addr and
-// dir.
-func killBroker(t *testing.T, brk *proc, addr, dir string, partitions int, begin time.Time) *proc {
+// killBroker SIGKILLs the broker and restarts it 2 s later on its
+// address and data.
+func killBroker(t *testing.T, c *cluster, begin time.Time) {
 	t.Helper()
-	_ = brk.cmd.Process.Signal(syscall.SIGKILL)
-	<-brk.done
+	if err := c.stop(t, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("t=%5.1fs SIGKILL broker, restart in 2s", time.Since(begin).Seconds())
 	time.Sleep(2 * time.Second) // real time: a 2 s outage the workers ride out
-	brk, again := startBrokerAt(t, addr, dir, partitions)
-	if again != addr {
-		t.Fatalf("restarted broker on %s, want %s", again, addr)
-	}
-	return brk
+	c.restart(t)
+	t.Logf("t=%5.1fs broker restarted", time.Since(begin).Seconds())
 }
 
 // Three workers of an exactly-once group and three of an at-least-once
@@ -103,12 +102,18 @@ func killBroker(t *testing.T, brk *proc, addr, dir string, partitions int, begin
 // committed (dupbound_test.go).
 //
 // THROTTLER_CRASH_SEED picks the schedule (default 1);
-// THROTTLER_CRASH_BROKER_KILLS=n also SIGKILLs the broker n times.
+// THROTTLER_CRASH_BROKER_KILLS=n also SIGKILLs the broker n times. It runs
+// on every kind of broker: kfake, and Apache Kafka with classic groups,
+// KIP-848 groups and transactions v1.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 90 s run across processes")
 	}
-	t.Parallel() // independent of the other long runs: its own broker
+	t.Parallel() // independent of the other long runs: its own broker, or names of its own
+	onBrokers(t, everyKind, runCrashRecovery)
+}
+
+func runCrashRecovery(t *testing.T, k brokerKind) {
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x7e57))
 	const (
@@ -118,23 +123,36 @@ func TestCrashRecovery(t *testing.T) {
 		partitions = 12
 		killsEach  = 5
 	)
-	brokerDir := t.TempDir()
-	brk, addr := startBrokerAt(t, "127.0.0.1:0", brokerDir, partitions)
+	// THROTTLER_CRASH_BROKER_KILLS=n adds n SIGKILLs of the broker,
+	// each restarted 2 s later on its port and data dir: the test then
+	// needs a broker of its own.
+	brokerKills := 0
+	if os.Getenv("THROTTLER_CRASH_BROKER_KILLS") != "" {
+		brokerKills = envInt(t, "THROTTLER_CRASH_BROKER_KILLS", 1)
+	}
+	var brk *cluster
+	if brokerKills > 0 {
+		brk = ownCluster(t, k, partitions, nil)
+	} else {
+		brk = sharedCluster(t, k, partitions)
+	}
+	addr, input := brk.addr, brk.name("events")
 	begin := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
-	groups := []*crashGroup{{name: "eos", delivery: "exactly-once"}, {name: "alo", delivery: "at-least-once"}}
+	groups := []*crashGroup{{name: brk.name("eos"), delivery: "exactly-once"}, {name: brk.name("alo"), delivery: "at-least-once"}}
 	for _, g := range groups {
-		g.cfg = groupConfig(t, addr, g.name, g.delivery, partitions, target, begin, end)
+		g.input = input
+		g.cfg = groupConfig(t, k, addr, g.name, input, g.delivery, partitions, target, begin, end)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), window+time.Minute)
 	defer cancel()
 	adm, closeAdm := admin(t, addr)
 	defer closeAdm()
-	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", fmt.Sprint(partitions),
+	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", input, "--partitions", fmt.Sprint(partitions),
 		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(2*time.Second)).Round(time.Second).String(),
-		"--budgets", "campaign:9,ghost:1", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed))
-	gen.waitLine(t, "producing", 30*time.Second)
+		"--budgets", "campaign:9,ghost:1", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed), "--flush-timeout", outageFlush.String())
+	waitProducing(t, gen, addr, input)
 	for _, g := range groups {
 		for i := range g.workers {
 			g.start(t, i)
@@ -154,12 +172,8 @@ func TestCrashRecovery(t *testing.T) {
 			})
 		}
 	}
-	// THROTTLER_CRASH_BROKER_KILLS=n adds n SIGKILLs of the broker (g
-	// nil), each restarted 2 s later on its port and data dir.
-	if s := os.Getenv("THROTTLER_CRASH_BROKER_KILLS"); s != "" {
-		for range envInt(t, "THROTTLER_CRASH_BROKER_KILLS", 1) {
-			plan = append(plan, crash{at: time.Duration(rng.Int64N(int64(window - 10*time.Second)))})
-		}
+	for range brokerKills { // g nil: the broker
+		plan = append(plan, crash{at: time.Duration(rng.Int64N(int64(window - 10*time.Second)))})
 	}
 	slices.SortFunc(plan, func(a, b crash) int { return int(a.at - b.at) })
 	type restart struct {
@@ -167,7 +181,7 @@ func TestCrashRecovery(t *testing.T) {
 		c  crash
 	}
 	var pending []restart
-	brokerKills := 0
+	brokerKills = 0 // those that happened
 	restartDue := func(now time.Time) {
 		for len(pending) > 0 && !pending[0].at.After(now) {
 			c := pending[0].c
@@ -183,12 +197,16 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		restartDue(time.Now())
 		if c.g == nil {
-			brk = killBroker(t, brk, addr, brokerDir, partitions, begin)
-			brokerKills++
 			// At-least-once, the events processed and not committed
-			// when the broker died are processed again.
+			// when the broker died are processed again: those past the
+			// offsets committed before the kill, and before the end
+			// after the restart.
 			alo := groups[1]
-			alo.snaps = append(alo.snaps, snapKill(ctx, t, adm, alo.name, "events", time.Since(begin), len(alo.workers)))
+			at := time.Since(begin)
+			committed := committedOffsets(ctx, t, adm, alo.name, input)
+			killBroker(t, brk, begin)
+			brokerKills++
+			alo.snaps = append(alo.snaps, killSnap{at: at, workers: len(alo.workers), committed: committed, end: endOffsets(ctx, t, adm, input)})
 			continue
 		}
 		w := c.g.workers[c.worker]
@@ -207,7 +225,7 @@ func TestCrashRecovery(t *testing.T) {
 		<-w.done
 		c.g.kills++
 		if c.g.delivery == "at-least-once" {
-			c.g.snaps = append(c.g.snaps, snapKill(ctx, t, adm, c.g.name, "events", time.Since(begin), 1))
+			c.g.snaps = append(c.g.snaps, snapKill(ctx, t, adm, c.g.name, input, time.Since(begin), 1))
 		}
 		t.Logf("t=%5.1fs SIGKILL %s, restart in %v", time.Since(begin).Seconds(), w.name, c.restart.Round(100*time.Millisecond))
 		pending = append(pending, restart{time.Now().Add(c.restart), c})
@@ -222,13 +240,13 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("group %s: %d kills happened, want %d", g.name, g.kills, killsEach)
 		}
 	}
-	<-gen.done
+	loadDone(t, gen)
 
 	// Every group consumes the input to its end, then stops.
 	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, g := range groups {
-		if !waitFor(45*time.Second, func() bool { return caughtUp(ctx, adm, g.name, "events") }) {
+		if !waitFor(45*time.Second, func() bool { return caughtUp(ctx, adm, g.name, input) }) {
 			t.Fatalf("group %s did not consume the input to its end", g.name)
 		}
 	}
@@ -243,7 +261,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 
-	inputs := readTopics(ctx, t, addr, "events")["events"]
+	inputs := readTopics(ctx, t, addr, input)[input]
 	for _, g := range groups {
 		g.checkOutputs(ctx, t, addr, inputs, crashRun{seed: seed, target: target, partitions: partitions, brokerKills: brokerKills})
 	}
@@ -284,7 +302,7 @@ func (g *crashGroup) checkOutputs(ctx context.Context, t *testing.T, addr string
 	if over > 0.005 && run.brokerKills == 0 { // with broker restarts: issue 10, TestBrokerRestart's bound
 		t.Errorf("exactly-once: %d passes for a target of %d, overspent by %.3f%% (bar 0.5%%)", tl.passes, target, 100*over)
 	}
-	inStats, inLedgers := countedPasses(ctx, t, addr, g.name+".stats", "events", int32(run.partitions), "campaign")
+	inStats, inLedgers := countedPasses(ctx, t, addr, g.name+".stats", g.input, int32(run.partitions), "campaign")
 	t.Logf("exactly-once: passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.passes)
 	if inStats != uint64(tl.passes) || inLedgers != uint64(tl.passes) {
 		t.Errorf("exactly-once: counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inLedgers, tl.passes)
@@ -322,25 +340,24 @@ func caughtUp(ctx context.Context, adm *kadm.Client, group, topic string) bool {
 	return ok
 }
 
-// groupConfig writes the config of the workers of group: one budget,
-// "campaign", of target passes between begin and end; an experiment layer
-// routing 40% of users to two topics; rejected and dead-letter topics;
-// short group and transaction timeouts.
-func groupConfig(t *testing.T, addr, group, delivery string, partitions, target int, begin, end time.Time) string {
+// groupConfig writes the config of the workers of group, reading input
+// on a broker of kind k: one budget, "campaign", of target passes between
+// begin and end; an experiment layer routing 40% of users to two topics;
+// rejected and dead-letter topics; short group and transaction timeouts.
+func groupConfig(t *testing.T, k brokerKind, addr, group, input, delivery string, partitions, target int, begin, end time.Time) string {
 	t.Helper()
 	return writeFile(t, group+".yaml", fmt.Sprintf(`brokers: [%s]
 group: %[2]s
 delivery: %[3]s
 topics:
-  input: [events]
+  input: [%[8]s]
   output: %[2]s.passed
   rejected: %[2]s.rejected
   dead_letter: %[2]s.dead-letter
   partitions: %[4]d
 sync_interval: 1s
 commit_interval: 100ms
-timeouts: {session: 6s, rebalance: 5s, heartbeat: 500ms, transaction: 8s}
-fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+%[9]sfields: {budget: campaign, key: user, id: id, score: score, time: ts}
 budgets:
   - name: campaign
     target: %[5]d
@@ -356,7 +373,7 @@ layers:
           - {name: b, weight: 1, topic: %[2]s.exp-b}
 http: {listen: "127.0.0.1:0"}
 log: {format: json, level: info}
-`, addr, group, delivery, partitions, target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
+`, addr, group, delivery, partitions, target, begin.Format(time.RFC3339), end.Format(time.RFC3339), input, k.groupYAML(fastTimeouts)))
 }
 
 // groupTopics returns the topics the workers of groupConfig write events

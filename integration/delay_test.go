@@ -13,28 +13,34 @@ import (
 // second while the load generator writes 3000 per second: the backlog grows
 // and nothing is rejected. Over one minute of steady group membership the
 // output topic (read_committed) must gain within 2% of 1000 per second, and
-// the rejected topic must stay empty.
+// the rejected topic must stay empty. It runs on kfake and on Apache
+// Kafka.
 func TestDelayBudgetThreeWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 75 s run across processes")
 	}
+	onBrokers(t, bothBrokers, runDelayBudget)
+}
+
+func runDelayBudget(t *testing.T, k brokerKind) {
 	const (
 		target  = 1000
 		period  = time.Second
 		rate    = 3000
 		measure = time.Minute
 	)
-	_, addr := startBroker(t, 12)
+	brk := sharedCluster(t, k, 12)
+	addr, input, passed, rejectedTopic := brk.addr, brk.name("events"), brk.name("passed"), brk.name("rejected")
 	cfg := writeFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
-group: delayed
+group: %s
 topics:
-  input: [events]
-  output: passed
-  rejected: rejected
+  input: [%s]
+  output: %s
+  rejected: %s
   partitions: 12
 sync_interval: 1s
 commit_interval: 100ms
-fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+%sfields: {budget: campaign, key: user, id: id, score: score, time: ts}
 budgets:
   - name: campaign
     target: %d
@@ -42,15 +48,15 @@ budgets:
     action: delay
 http: {listen: "127.0.0.1:0"}
 log: {format: json, level: info}
-`, addr, target, period))
+`, addr, brk.name("delayed"), input, passed, rejectedTopic, k.groupYAML(groupTimeouts{}), target, period))
 
-	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", "12",
+	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", input, "--partitions", "12",
 		"--rate", fmt.Sprint(rate), "--duration", "150s", "--budgets", "campaign", "--users", "5000", "--seed", "11")
-	gen.waitLine(t, "producing", 30*time.Second)
+	waitProducing(t, gen, addr, input)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := followOutput(ctx, t, addr, "passed", "campaign")
-	rejected := followOutput(ctx, t, addr, "rejected", "campaign")
+	out := followOutput(ctx, t, addr, passed, "campaign")
+	rejected := followOutput(ctx, t, addr, rejectedTopic, "campaign")
 
 	var workers []*proc
 	for i := 0; i < 3; i++ {

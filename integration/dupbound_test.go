@@ -36,22 +36,43 @@ type killSnap struct {
 // topic, right after a kill.
 func snapKill(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, at time.Duration, workers int) killSnap {
 	t.Helper()
-	s := killSnap{at: at, workers: workers, committed: map[int32]int64{}, end: map[int32]int64{}}
-	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
+	return killSnap{at: at, workers: workers, committed: committedOffsets(ctx, t, adm, group, topic), end: endOffsets(ctx, t, adm, topic)}
+}
+
+// committedOffsets returns the offsets group has committed in topic. Right
+// after a broker restart the admin client's connection is gone and the
+// group coordinator may still be loading: it asks until they answer.
+func committedOffsets(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) map[int32]int64 {
+	t.Helper()
+	var committed kadm.OffsetResponses
+	var err error
+	if !waitFor(60*time.Second, func() bool { committed, err = adm.FetchOffsets(ctx, group); return err == nil }) {
 		t.Fatalf("committed offsets of %s: %v", group, err)
 	}
+	out := map[int32]int64{}
 	committed.Each(func(o kadm.OffsetResponse) {
 		if o.Topic == topic {
-			s.committed[o.Partition] = o.At
+			out[o.Partition] = o.At
 		}
 	})
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s: %v", topic, err)
+	return out
+}
+
+// endOffsets returns the end offsets of topic, asking until the broker
+// answers (see committedOffsets).
+func endOffsets(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) map[int32]int64 {
+	t.Helper()
+	var ends kadm.ListedOffsets
+	var err error
+	if !waitFor(60*time.Second, func() bool {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+		return err == nil && ends.Error() == nil
+	}) {
+		t.Fatalf("end offsets of %s: %v %v", topic, err, ends.Error())
 	}
-	ends.Each(func(o kadm.ListedOffset) { s.end[o.Partition] = o.Offset })
-	return s
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
 }
 
 // maxCycle is the most events a worker polls between two commits with the

@@ -24,17 +24,20 @@ import (
 // an in-process schema registry): every bad record in the dead-letter
 // topic with its reason, every good event exactly once in the output or
 // rejected topic with its bytes unchanged, the checkpoints counting what
-// the output holds. (Budgets within 1%: TestPacedFormats.)
-func TestFormatsKfake(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
-	defer cancel()
-	b, srv := startBrokerAndRegistry(ctx, t)
-	formats, avroID, protoID := newSuiteFormats(t, srv)
-	for _, f := range formats {
-		t.Run(f.name, func(t *testing.T) {
-			runFormatSuite(ctx, t, b.Addrs(), srv.URL(), f, formatBadKinds(f, avroID, protoID))
-		})
-	}
+// the output holds. (Budgets within 1%: TestPacedFormats.) It runs on
+// kfake and on Apache Kafka.
+func TestFormats(t *testing.T) {
+	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
+		ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+		defer cancel()
+		b, srv := sharedCluster(t, k, 3), startRegistry(t)
+		formats, avroID, protoID := newSuiteFormats(t, srv)
+		for _, f := range formats {
+			t.Run(f.name, func(t *testing.T) {
+				runFormatSuite(ctx, t, k, b.prefix, []string{b.addr}, srv.URL(), f, formatBadKinds(f, avroID, protoID))
+			})
+		}
+	})
 }
 
 // suiteBase is the good event the bad ones are made from.
@@ -82,9 +85,9 @@ func formatBadKinds(f suiteFormat, avroID, protoID int) []badKind {
 
 // runFormatSuite sends good events with the bad records kinds between
 // them in format f through one worker and checks where each one ended.
-func runFormatSuite(ctx context.Context, t *testing.T, brokers []string, registryURL string, f suiteFormat, kinds []badKind) {
+func runFormatSuite(ctx context.Context, t *testing.T, k brokerKind, prefix string, brokers []string, registryURL string, f suiteFormat, kinds []badKind) {
 	run := f.name + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	topic := func(s string) string { return "fmt-" + run + "-" + s }
+	topic := func(s string) string { return prefix + "fmt-" + run + "-" + s }
 	events, passed, rejected, dlq := topic("events"), topic("passed"), topic("rejected"), topic("dlq")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(4<<20), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	if err != nil {
@@ -96,7 +99,7 @@ func runFormatSuite(ctx context.Context, t *testing.T, brokers []string, registr
 	if _, err := adm.CreateTopic(ctx, 3, -1, map[string]*string{"max.message.bytes": &big}, events); err != nil {
 		t.Fatalf("create %s: %v", events, err)
 	}
-	cfg := formatSuiteConfig(t, brokers, registryURL, f.name, run, events, passed, rejected, dlq)
+	cfg := formatSuiteConfig(t, k, brokers, registryURL, f.name, run, events, passed, rejected, dlq)
 
 	// Good events: "open" passes all, "tight" one an hour; a bad record
 	// after every ten good ones.
@@ -144,10 +147,10 @@ func runFormatSuite(ctx context.Context, t *testing.T, brokers []string, registr
 
 // formatSuiteConfig returns the worker's configuration of the suite:
 // the JSON suite's, reading format through the registry.
-func formatSuiteConfig(t *testing.T, brokers []string, registryURL, format, run, events, passed, rejected, dlq string) *config.Config {
+func formatSuiteConfig(t *testing.T, k brokerKind, brokers []string, registryURL, format, run, events, passed, rejected, dlq string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse(suiteYAML(brokers, "fmt-"+run, events, passed, rejected, dlq,
-		fmt.Sprintf("format: {input: %s}\nschema_registry: {urls: [%q]}\n", format, registryURL)))
+		fmt.Sprintf("format: {input: %s}\nschema_registry: {urls: [%q]}\n", format, registryURL)+k.groupYAML(groupTimeouts{})))
 	if err != nil {
 		t.Fatal(err)
 	}

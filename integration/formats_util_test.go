@@ -44,6 +44,18 @@ message SuiteEvent {
 `
 )
 
+// startRegistry starts a schema registry in the process; it stops with
+// the test.
+func startRegistry(t *testing.T) *registry.Server {
+	t.Helper()
+	srv, err := registry.StartServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // startBrokerAndRegistry starts an embedded broker (with opts) and a
 // schema registry in the process; both stop with the test.
 func startBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Opt) (*broker.Broker, *registry.Server) {
@@ -53,12 +65,7 @@ func startBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Op
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	srv, err := registry.StartServer("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	return b, srv
+	return b, startRegistry(t)
 }
 
 // runWorker runs a worker of cfg, logging to the test at level; stop

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/testwait"
 )
@@ -22,20 +20,22 @@ import (
 // TestPacedFormats paces one window budget over JSON, Avro and Protobuf
 // events alike (each format on its own broker and worker, in parallel):
 // the passes delivered end within 1% of the target, and equal the passes
-// the worker counted.
+// the worker counted. It runs on kfake and on Apache Kafka.
 func TestPacedFormats(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 20 s window per format")
 	}
-	for _, format := range []string{loadgen.FormatJSON, loadgen.FormatAvro, loadgen.FormatProtobuf} {
-		t.Run(format, func(t *testing.T) {
-			t.Parallel()
-			runPacedFormat(t, format)
-		})
-	}
+	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
+		for _, format := range []string{loadgen.FormatJSON, loadgen.FormatAvro, loadgen.FormatProtobuf} {
+			t.Run(format, func(t *testing.T) {
+				t.Parallel()
+				runPacedFormat(t, k, format)
+			})
+		}
+	})
 }
 
-func runPacedFormat(t *testing.T, format string) {
+func runPacedFormat(t *testing.T, k brokerKind, format string) {
 	const (
 		rate   = 1000
 		window = 20 * time.Second
@@ -43,36 +43,38 @@ func runPacedFormat(t *testing.T, format string) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, srv := startBrokerAndRegistry(ctx, t, broker.Partitions(6), broker.SeedTopics("events"))
-	addrs := strings.Join(b.Addrs(), ",")
+	b, srv := sharedCluster(t, k, 6), startRegistry(t)
+	addrs, name := b.addr, b.name
+	createTopic(ctx, t, addrs, name("events"), 6, nil)
 	var enc loadgen.Encoder
 	if format != loadgen.FormatJSON {
 		cl, err := sr.NewClient(sr.URLs(srv.URL()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if enc, err = loadgen.Register(ctx, cl, "events-value", format); err != nil {
+		if enc, err = loadgen.Register(ctx, cl, name("events")+"-value", format); err != nil {
 			t.Fatal(err)
 		}
 	}
 	begin := time.Now().Add(8 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
 	cfg, err := config.Parse(fmt.Appendf(nil, `brokers: [%s]
-group: paced-%s
-topics: {input: [events], output: passed, partitions: 6}
+group: %s
+topics: {input: [%s], output: %s, partitions: 6}
 fields: {budget: campaign, key: user, id: id, time: ts}
 format: {input: %s}
 schema_registry: {urls: [%q]}
 budgets: [{name: campaign, target: %d, begin: %s, end: %s}]
 http: {listen: "127.0.0.1:0"}
-`, addrs, format, format, srv.URL(), target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
+%s`, addrs, name("paced-"+format), name("events"), name("passed"), format, srv.URL(), target,
+		begin.Format(time.RFC3339), end.Format(time.RFC3339), k.groupYAML(groupTimeouts{})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, tree, stop := runWorker(ctx, t, cfg, zerolog.WarnLevel)
-	out := followOutput(ctx, t, addrs, "passed", "campaign")
+	out := followOutput(ctx, t, addrs, name("passed"), "campaign")
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ http: {listen: "127.0.0.1:0"}
 		t.Fatal(err)
 	}
 	// The load from now to a little after the window's end.
-	if _, err := loadgen.Run(ctx, prod, g, loadgen.RunConfig{Topic: "events", Rate: rate,
+	if _, err := loadgen.Run(ctx, prod, g, loadgen.RunConfig{Topic: name("events"), Rate: rate,
 		Duration: time.Until(end.Add(2 * time.Second)), Encoder: enc}); err != nil {
 		t.Fatal(err)
 	}

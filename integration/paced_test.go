@@ -81,28 +81,34 @@ func (c *outputCounter) total() int {
 // (zipf) traffic pace one budget over a 60 s window; one worker is stopped
 // with SIGTERM mid-window. Delivered passes must end within 1% of the
 // target, follow the ideal curve within 3% of the target, and equal the
-// passes counted in the ledgers and the stats topic.
+// passes counted in the ledgers and the stats topic. It runs on kfake and
+// on Apache Kafka.
 func TestPacedWindowThreeWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 90 s run across processes")
 	}
+	onBrokers(t, bothBrokers, runPacedWindow)
+}
+
+func runPacedWindow(t *testing.T, k brokerKind) {
 	const (
 		target = 30000
 		window = 60 * time.Second
 		rate   = 2000
 	)
-	_, addr := startBroker(t, 12)
+	brk := sharedCluster(t, k, 12)
+	addr, input, passed, group := brk.addr, brk.name("events"), brk.name("passed"), brk.name("paced")
 	begin := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
 	cfg := writeFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
-group: paced
+group: %s
 topics:
-  input: [events]
-  output: passed
+  input: [%s]
+  output: %s
   partitions: 12
 sync_interval: 1s
 commit_interval: 100ms
-fields: {budget: campaign, key: user, id: id, score: score, time: ts}
+%sfields: {budget: campaign, key: user, id: id, score: score, time: ts}
 budgets:
   - name: campaign
     target: %d
@@ -110,16 +116,16 @@ budgets:
     end: %s
 http: {listen: "127.0.0.1:0"}
 log: {format: json, level: info}
-`, addr, target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
+`, addr, group, input, passed, k.groupYAML(groupTimeouts{}), target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
 
 	// the input topic first, so that the workers find it
-	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", "12",
+	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", input, "--partitions", "12",
 		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(8*time.Second)).Round(time.Second).String(),
 		"--budgets", "campaign", "--users", "2000", "--skew", "1.2", "--seed", "7")
-	gen.waitLine(t, "producing", 30*time.Second) // the topic exists
+	waitProducing(t, gen, addr, input)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := followOutput(ctx, t, addr, "passed", "campaign")
+	out := followOutput(ctx, t, addr, passed, "campaign")
 
 	var workers []*proc
 	for i := 0; i < 3; i++ {
@@ -165,7 +171,7 @@ log: {format: json, level: info}
 
 	// the counters agree with the output topic
 	opts := []kgo.Opt{kgo.SeedBrokers(addr)}
-	view, err := stats.NewView(ctx, "paced.stats", opts)
+	view, err := stats.NewView(ctx, group+".stats", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +189,7 @@ log: {format: json, level: info}
 		sources = append(sources, r.Source)
 	}
 	var ledgered uint64
-	for _, st := range loadLedgers(wctx, t, opts, "paced.stats", "events", 12) {
+	for _, st := range loadLedgers(wctx, t, opts, group+".stats", input, 12) {
 		if r, ok := st.Report("campaign"); ok {
 			ledgered += r.Total.Passed
 		}

@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	sharedKafka.close()
+	sharedContainer.close()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -134,8 +136,9 @@ func start(t *testing.T, name string, args ...string) *proc {
 	return p
 }
 
-// keepLog writes the whole stderr of a process to DIR/TEST.NAME.log when
-// THROTTLER_TEST_LOGS=DIR is set, to read a run's story after the fact.
+// keepLog writes the whole stderr of a process to DIR/TEST.NAME.log (then
+// TEST.NAME.2.log, … for its restarts) when THROTTLER_TEST_LOGS=DIR is
+// set, to read a run's story after the fact.
 func keepLog(t *testing.T, name string, l *lines) {
 	dir := os.Getenv("THROTTLER_TEST_LOGS")
 	if dir == "" {
@@ -144,7 +147,15 @@ func keepLog(t *testing.T, name string, l *lines) {
 	l.mu.Lock()
 	text := strings.Join(l.all, "\n")
 	l.mu.Unlock()
-	file := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"."+name+".log")
+	// A restarted process keeps its name: each run gets a file of its own.
+	base := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"."+name)
+	file := base + ".log"
+	for i := 2; ; i++ {
+		if _, err := os.Stat(file); err != nil {
+			break
+		}
+		file = fmt.Sprintf("%s.%d.log", base, i)
+	}
 	if err := os.WriteFile(file, []byte(text+"\n"), 0o644); err != nil {
 		t.Logf("THROTTLER_TEST_LOGS: %v", err)
 	}

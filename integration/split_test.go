@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,30 +14,31 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/internal/app"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 )
 
 // The experiment split over 100,000 events through two workers: every key
 // always lands in the same variant, variant shares are within 1% of their
-// weights, and no key is in two experiments of one layer.
+// weights, and no key is in two experiments of one layer. It runs on
+// kfake and on Apache Kafka.
 func TestExperimentSplit(t *testing.T) {
+	onBrokers(t, bothBrokers, runExperimentSplit)
+}
+
+func runExperimentSplit(t *testing.T, k brokerKind) {
 	const events = 100_000
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(t.TempDir()), broker.Partitions(12),
-		broker.SeedTopics("events"), broker.Logger(zerolog.Nop()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := sharedCluster(t, k, 12)
+	name := b.name
+	createTopic(ctx, t, b.addr, name("events"), 12, nil)
 
 	now := time.Now()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`brokers: [%s]
-group: split
-topics: {input: [events], output: passed, rejected: rejected, partitions: 12}
+group: %s
+topics: {input: [%s], output: %s, rejected: %s, partitions: 12}
 delivery: at-least-once
-fields: {budget: campaign, key: user, id: id}
+%sfields: {budget: campaign, key: user, id: id}
 budgets:
   - {name: all, target: 1e12, begin: %s, end: %s}
 layers:
@@ -45,16 +47,18 @@ layers:
       - name: new-model
         allocation: 30
         variants:
-          - {name: control, weight: 1, topic: exp.control}
-          - {name: treatment, weight: 1, topic: exp.treatment}
+          - {name: control, weight: 1, topic: %s}
+          - {name: treatment, weight: 1, topic: %s}
       - name: boost
         start: 50
         allocation: 20
         variants:
-          - {name: low, weight: 3, topic: exp.low}
-          - {name: high, weight: 1, topic: exp.high}
+          - {name: low, weight: 3, topic: %s}
+          - {name: high, weight: 1, topic: %s}
 http: {listen: "127.0.0.1:0"}
-`, b.Addr(), now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339))))
+`, b.addr, name("split"), name("events"), name("passed"), name("rejected"), k.groupYAML(groupTimeouts{}),
+		now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339),
+		name("exp.control"), name("exp.treatment"), name("exp.low"), name("exp.high"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +68,11 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	pc, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadgen.Run(ctx, pc, g, loadgen.RunConfig{Topic: "events", Count: events}); err != nil {
+	if _, err := loadgen.Run(ctx, pc, g, loadgen.RunConfig{Topic: name("events"), Count: events}); err != nil {
 		t.Fatal(err)
 	}
 	pc.Close()
@@ -84,8 +88,11 @@ http: {listen: "127.0.0.1:0"}
 	}
 
 	// read every routed event back (at-least-once: count each id once)
-	topics := []string{"passed", "exp.control", "exp.treatment", "exp.low", "exp.high", "rejected"}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(topics...),
+	var topics []string
+	for _, s := range []string{"passed", "exp.control", "exp.treatment", "exp.low", "exp.high", "rejected"} {
+		topics = append(topics, name(s))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +113,7 @@ http: {listen: "127.0.0.1:0"}
 				}
 			}
 			id = jsonField(r.Value, "id")
+			r.Topic = strings.TrimPrefix(r.Topic, b.prefix) // the checks name topics without the test's prefix
 			if _, dup := seen[id]; dup {
 				return
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/app"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 )
 
@@ -37,11 +36,16 @@ type statsSample struct {
 // its target. After each restore every worker's estimate of the cluster's
 // passes comes back, in at most 3 sync intervals, within 1% of the target
 // (or 1.5× the error it had before the trouble, if larger) of the truth.
+// It runs on kfake and on Apache Kafka.
 func TestStatsExchangeTrouble(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 60 s run")
 	}
-	t.Parallel() // independent of the other long runs: its own broker
+	t.Parallel() // independent of the other long runs: its own broker, or names of its own
+	onBrokers(t, bothBrokers, runStatsExchangeTrouble)
+}
+
+func runStatsExchangeTrouble(t *testing.T, k brokerKind) {
 	const (
 		target     = 10000
 		window     = 40 * time.Second
@@ -51,26 +55,23 @@ func TestStatsExchangeTrouble(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(t.TempDir()), broker.Partitions(partitions),
-		broker.SeedTopics("events"), broker.Logger(zerolog.Nop()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	proxy := newFaultProxy(t, b.Addr())
+	b := sharedCluster(t, k, partitions)
+	name := b.name
+	createTopic(ctx, t, b.addr, name("events"), partitions, nil)
+	proxy := newFaultProxy(t, b.addr)
 
 	begin := time.Now().Add(8 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`brokers: [%s]
-group: sx
-topics: {input: [events], output: passed, partitions: %d}
+group: %s
+topics: {input: [%s], output: %s, partitions: %d}
 sync_interval: %v
-timeouts: {session: 6s, rebalance: 5s, heartbeat: 500ms, transaction: 8s}
-fields: {budget: campaign, key: user, id: id}
+%sfields: {budget: campaign, key: user, id: id}
 budgets:
   - {name: campaign, target: %d, begin: %s, end: %s}
 http: {listen: "127.0.0.1:0"}
-`, b.Addr(), partitions, syncEvery, target, begin.Format(time.RFC3339), end.Format(time.RFC3339))))
+`, b.addr, name("sx"), name("events"), name("passed"), partitions, syncEvery, k.groupYAML(fastTimeouts),
+		target, begin.Format(time.RFC3339), end.Format(time.RFC3339))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +80,14 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	pc, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close()
 	genDone := make(chan error, 1)
 	go func() {
-		_, err := loadgen.Run(ctx, pc, g, loadgen.RunConfig{Topic: "events", Rate: rate, Duration: time.Until(end.Add(time.Second))})
+		_, err := loadgen.Run(ctx, pc, g, loadgen.RunConfig{Topic: name("events"), Rate: rate, Duration: time.Until(end.Add(time.Second))})
 		genDone <- err
 	}()
 

@@ -21,8 +21,7 @@ import (
 )
 
 // This file is the end-to-end body shared by every broker the suite runs
-// on: the embedded kfake broker (TestBadInputKfake) and real Kafka images
-// through testcontainers-go (TestBadInputKafkaContainer). It takes broker
+// on (TestBadInput, TestBadInputKfakeSASLTLS). It takes broker
 // addresses, so that it asserts the same things everywhere.
 
 // badKind is one kind of bad record: how it is made and where it must end.
@@ -95,13 +94,16 @@ const suiteTimeout = 3 * time.Minute
 // every bad record in the dead-letter topic with its reason and source
 // position, every good event in exactly one of the output and rejected
 // topics, nothing else written, and the committed ledgers counting as
-// many passes as the output holds. brokers and sec reach the cluster.
-func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
+// many passes as the output holds. brokers and sec reach the cluster;
+// groupYAML is the workers' group protocol and timeouts; prefix begins the
+// names of the topics and group.
+func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, groupYAML, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer cancel()
 	// Unique names, so that a shared cluster can run the suite twice.
 	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	topic := func(s string) string { return "bad-" + run + "-" + s }
+	base := prefix + "bad-" + run + "-"
+	topic := func(s string) string { return base + s }
 	events, passed, rejected, dlq := topic("events"), topic("passed"), topic("rejected"), topic("dlq")
 
 	conn, err := kafkaconn.Opts(brokers, sec)
@@ -119,7 +121,7 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
 		t.Fatalf("create %s: %v", events, err)
 	}
 
-	cfg, err := config.Parse(suiteYAML(brokers, topic("group"), events, passed, rejected, dlq, ""))
+	cfg, err := config.Parse(suiteYAML(brokers, topic("group"), events, passed, rejected, dlq, groupYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +208,12 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security) {
 			if r.Topic != dlq || reason != string(s.bad.reason) || src != events || off == "" {
 				t.Errorf("%s: in %s with reason %q (source %s@%s), want %s with %q", s.bad.name, r.Topic, reason, src, off, dlq, s.bad.reason)
 			}
-			t.Logf("%-40s -> %s, reason %s", s.bad.name, strings.TrimPrefix(r.Topic, "bad-"+run+"-"), reason)
+			t.Logf("%-40s -> %s, reason %s", s.bad.name, strings.TrimPrefix(r.Topic, base), reason)
 		case r.Topic == dlq:
 			reason, _ := pipeline.HeaderValue(r, pipeline.HeaderError)
 			t.Errorf("good record %d dead-lettered: %s: %s", seq, reason, r.Value)
 		}
-		counts[strings.TrimPrefix(r.Topic, "bad-"+run+"-")]++
+		counts[strings.TrimPrefix(r.Topic, base)]++
 		if s.budget == "tight" && r.Topic == passed {
 			counts["tight passed"]++
 		}

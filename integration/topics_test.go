@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,4 +198,50 @@ func (tl tally) String() string {
 // waitFor polls cond every 500ms until it is true or timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {
 	return testwait.Poll(timeout, 500*time.Millisecond, cond)
+}
+
+// finishExactlyOnce waits for the exactly-once group (groupConfig) to
+// consume input to its end, stops its workers, which must all be
+// running, and checks the outputs: every input id in exactly one output
+// topic, the budget overspent by at most 0.5%, and the passes counted in
+// the stats topic and in the ledgers equal to those in the output topics.
+func finishExactlyOnce(t *testing.T, addr, group, input string, target, partitions int, workers ...*proc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm, closeAdm := admin(t, addr)
+	defer closeAdm()
+	if !waitFor(60*time.Second, func() bool { return caughtUp(ctx, adm, group, input) }) {
+		t.Fatal("the group did not consume the input to its end")
+	}
+	// Real time: one more stats interval (2 s) of idle workers, whose
+	// reports are published on their own timers in other processes.
+	time.Sleep(2500 * time.Millisecond)
+	for _, w := range workers {
+		if w.exited() {
+			t.Errorf("%s exited during the run: %v", w.name, w.werr)
+			continue
+		}
+		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", w.name, err)
+		}
+	}
+	inputs := readTopics(ctx, t, addr, input)[input]
+	tl := account(inputs, readTopics(ctx, t, addr, groupTopics(group)...), "id", "campaign")
+	over := max(float64(tl.passes-target)/float64(target), 0)
+	t.Logf("%v; delivered %d of %d, overspend %.3f%%", tl, tl.passes, target, 100*over)
+	if len(tl.lost) > 0 || tl.duplicates > 0 || tl.unknown > 0 {
+		t.Errorf("%d ids lost (e.g. %v), %d duplicated, %d unknown", len(tl.lost), tl.lost[:min(5, len(tl.lost))], tl.duplicates, tl.unknown)
+	}
+	if over > 0.005 {
+		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 0.5%%)", tl.passes, target, 100*over)
+	}
+	if tl.passes == 0 {
+		t.Errorf("no pass: the run exercised nothing")
+	}
+	inStats, inLedgers := countedPasses(ctx, t, addr, group+".stats", input, int32(partitions), "campaign")
+	t.Logf("passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.passes)
+	if inStats != uint64(tl.passes) || inLedgers != uint64(tl.passes) {
+		t.Errorf("counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inLedgers, tl.passes)
+	}
 }

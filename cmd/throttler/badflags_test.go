@@ -100,6 +100,7 @@ func TestBadFlagsAndConfigsStartNothing(t *testing.T) {
 		{lg("--skew", "NaN"), 2, []string{"flag --skew"}},
 		{lg("--format", "xml"), 2, []string{"flag --format", `got "xml"`}},
 		{lg("--format", "avro"), 2, []string{"flag --registry", "is required with --format avro"}},
+		{lg("--flush-timeout", "0s"), 2, []string{"flag --flush-timeout", "must be positive"}},
 		// status
 		{st("--sasl-mechanism", "scram-sha-1", "--sasl-user", "u", "--sasl-password", "p"), 2, []string{"flag --sasl-mechanism"}},
 		{st("--tls-ca", missing), 2, []string{"flag --tls-ca", "cannot read"}},

@@ -54,6 +54,7 @@ Paces to --rate events per second (0: as fast as possible) and stops after
 		rate := fs.Float64("rate", 1000, "target `rate` in events per second; 0 means as fast as possible")
 		duration := fs.Duration("duration", 0, "stop after this long (default: no limit)")
 		count := fs.Uint64("count", 0, "stop after this many events (default: no limit)")
+		flushTimeout := fs.Duration("flush-timeout", loadgen.DefaultFlushTimeout, "how long the last records may wait to be acknowledged at the end (a broker restarting then)")
 		var budgets []loadgen.Budget
 		fs.Func("budgets", "campaigns to draw from: `a,b,c` (uniform) or a:3,b:1 (weighted); required without --spread", func(s string) error {
 			b, err := loadgen.ParseBudgets(s)
@@ -86,6 +87,8 @@ Paces to --rate events per second (0: as fast as possible) and stops after
 				return badFlag("rate", "must be a number at least 0, got %v", *rate)
 			case *duration < 0:
 				return badFlag("duration", "must not be negative, got %v", *duration)
+			case *flushTimeout <= 0:
+				return badFlag("flush-timeout", "must be positive, got %v", *flushTimeout)
 			case *users < 1:
 				return badFlag("users", "must be at least 1, got %d", *users)
 			case !(*skew > 1) || math.IsInf(*skew, 0):
@@ -129,7 +132,7 @@ Paces to --rate events per second (0: as fast as possible) and stops after
 			e.log.Info().Str("topic", *topic).Str("format", enc.Format()).Float64("rate", *rate).Dur("duration", *duration).
 				Uint64("count", *count).Msg("producing")
 			sum, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{
-				Topic: *topic, Rate: *rate, Duration: *duration, Count: *count, Encoder: enc,
+				Topic: *topic, Rate: *rate, Duration: *duration, Count: *count, Encoder: enc, FlushTimeout: *flushTimeout,
 			})
 			out, _ := json.Marshal(sum)
 			fmt.Fprintln(e.stdout, string(out))

@@ -69,6 +69,9 @@ func FromConfig(c *config.Config) (Parts, error) {
 		return Parts{}, &consumer.ConfigError{Option: "security", Reason: err.Error()}
 	}
 	conn = append(conn, timeoutOpts(c.Timeouts)...)
+	if c.GroupProtocol == config.GroupProtocolConsumer {
+		conn = append(conn, kgo.ServerSideBalancer())
+	}
 	opts, err := workerOpts(c, sp, limits)
 	if err != nil {
 		return Parts{}, err

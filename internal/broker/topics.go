@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,7 +38,11 @@ func EnsureTopicsOpts(ctx context.Context, clientOpts []kgo.Opt, partitions int3
 	return CreateTopics(ctx, kadm.NewClient(cl), partitions, configs, topics...)
 }
 
-// CreateTopics is EnsureTopics with an admin client the caller owns.
+// CreateTopics is EnsureTopics with an admin client the caller owns. It
+// returns once the cluster lists every topic with a leader for each
+// partition: Apache Kafka answers CreateTopics a moment before its
+// metadata shows the topic, and a producer that meets
+// UNKNOWN_TOPIC_OR_PARTITION a few times fails its records.
 func CreateTopics(ctx context.Context, adm *kadm.Client, partitions int32, configs map[string]*string, topics ...string) error {
 	if len(topics) == 0 {
 		return nil
@@ -56,5 +61,41 @@ func CreateTopics(ctx context.Context, adm *kadm.Client, partitions int32, confi
 			errs = append(errs, fmt.Errorf("create topic %s: %w", t, r.Err))
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return waitListed(ctx, adm, topics)
+}
+
+// waitListed polls the cluster's metadata, bypassing kadm's cache, until
+// it lists every topic with a leader for each partition, or ctx ends.
+func waitListed(ctx context.Context, adm *kadm.Client, topics []string) error {
+	backoff := 20 * time.Millisecond
+	for {
+		details, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx), topics...)
+		if err == nil && listedWithLeaders(details, topics) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topics %v created, not listed by the cluster: %w", topics, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func listedWithLeaders(details kadm.TopicDetails, topics []string) bool {
+	for _, t := range topics {
+		d, ok := details[t]
+		if !ok || d.Err != nil || len(d.Partitions) == 0 {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
