@@ -97,6 +97,16 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	if c.single {
 		margin = 0
 	}
+	// Over the closing stretch, where the estimates are close enough for
+	// the passes to end on the target rather than be stopped short of it,
+	// the course aimed at runs a standard deviation of their error (half
+	// the margin) under the ideal curve: the last passes, made on a
+	// picture of the peers' a report old, end over it only when that
+	// picture was off by more.
+	short := 0.0
+	if c.closeAt <= t {
+		short = margin / 2
+	}
 	switch {
 	case g.achieved+g.conv*margin+rewardSpread*g.spread >= T:
 		prm.exhausted = true
@@ -105,7 +115,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 		// interval: a working rate must stay sane for as long as it may
 		// be in force (a tune can come late on a starved machine).
 		h := max(min(c.accel(e.start, endEff), endEff-tt), int64(c.cfg.tune))
-		goal := c.sched.ideal(tt+h, e.start, e.end)
+		goal := c.sched.ideal(tt+h, e.start, e.end) - short
 		if g.lead > 0 {
 			// Rewards in flight are random (binomial); stop the main
 			// phase two standard deviations short, and top up after.
@@ -120,7 +130,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 			// that the next reports will correct overspends on its
 			// errors, and a pass cannot be taken back. An excess is
 			// still corrected at once.
-			goal = T * float64(tt+hm-e.start) / float64(endEff-e.start)
+			goal = T*float64(tt+hm-e.start)/float64(endEff-e.start) - short
 			q = min(q, (goal-g.achieved)/(float64(hm)/1e9))
 		}
 	case t+g.lead < e.end:
@@ -174,6 +184,8 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 	}
 	if prm.exhausted {
 		prm.p = 0
+	} else {
+		prm.q = q
 	}
 	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
 	if c.sk != nil {
