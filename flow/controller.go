@@ -111,8 +111,13 @@ type Controller struct {
 	misses           []miss // of the sync under way (learnErr)
 
 	// smoothed quantities of seed 000
-	steady     float64 // smoothed cluster rate of scored budgets
-	steadyAt   int64
+	steady   float64 // smoothed cluster rate of scored budgets
+	steadyAt int64
+	regimeAt int64 // when the cluster rate last jumped (steadyRate)
+	// base: the cluster rate before a crowd (0: none), which had held
+	// for baseHeld (crowdLead)
+	base       float64
+	baseHeld   int64
 	proportion float64 // local traffic proportion
 	idealRate  float64 // ideal pass rate
 	tuned      bool
