@@ -17,7 +17,11 @@ var simulateCmd = &command{
 	doc: `Simulates N nodes, each running its own flow controllers, in virtual
 time: the traffic profiles, budgets and counter exchange (sync interval,
 delay, loss) come from the scenario file (YAML; see flow/sim/testdata).
-Prints one JSON report on stdout. A bad scenario exits 1 naming the field.`,
+Prints one JSON report on stdout; for a scored window budget it carries the
+paced offline optimum (optimum_precision: the best precision a selection
+knowing the whole window reaches while as close to the ideal course as the
+run) and the run's precision over it (precision_ratio). A bad scenario
+exits 1 naming the field.`,
 	setup: func(fs *flag.FlagSet) action {
 		scenario := fs.String("scenario", "", "scenario `file` (YAML, required)")
 		timeline := fs.String("timeline", "", "write the timeline CSV to `file`")
