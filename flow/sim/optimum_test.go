@@ -77,6 +77,12 @@ func TestOptimumCrowd(t *testing.T) {
 	if tight != 8.0/20 || some != 16.0/20 || loose != 1 {
 		t.Errorf("optimum %.2f on course (want 0.40), %.2f within 20%% (want 0.80), %.2f within 40%% (want 1)", tight, some, loose)
 	}
+	// Under the upper caps alone the selection may wait for the crowd,
+	// however far behind: 16 of it by its row, the good one of each bin
+	// after, 2 plain to end on 20.
+	if caps := paced(bins, good, ideal, 20, math.Inf(1), 0.2); caps != 18.0/20 {
+		t.Errorf("under the caps alone, within 20%%: %.2f, want 0.90", caps)
+	}
 	if p := optimum(bins, good, ideal, 200, 0.5); !math.IsNaN(p) {
 		t.Errorf("a target above the events offered: %v, want NaN", p)
 	}
