@@ -18,6 +18,9 @@ type params struct {
 	begin, end int64 // events outside [begin, end) are rejected
 	period     int64 // the period p and cut were tuned for
 	p, cut     float64
+	// q is the wanted cluster pass rate, per second, the own history
+	// integrates (see closingPasses)
+	q float64
 	// nextP is the ideal fraction without lag correction, for lanes that
 	// already entered the next period, and for every lane once until has
 	// passed without a new tune (a late tune must not let a catch-up rate
@@ -82,7 +85,8 @@ type Controller struct {
 	sk        *sketch
 	conv      *conversion
 	share     float64
-	warmUntil int64 // until then, fill in sources not heard from yet
+	warmUntil int64 // until then, fill in the rates of sources not heard from yet
+	fillUntil int64 // and their counts (the first warm-up only)
 	rewarm    bool
 	// lateness is how much older than two sync intervals peers' reports
 	// grow before the next one is seen (the exchange's delay, and gaps of
@@ -91,13 +95,29 @@ type Controller struct {
 	// this.
 	lateness int64
 	single   bool // the last tune found one node at a time to pass (guard.go)
+	// The closing stretch (closing.go): the own lanes' smoothed offered
+	// rates summed, and the cluster's (with the fresh peers'), as of the
+	// last tune; the period whose stretch began at closeAt (MaxInt64:
+	// not yet).
+	ownSmooth, clusterRate float64
+	closePeriod, closeAt   int64
+	partsFrom              int64 // the instant the parts are read as of
 	// peerErr is the mean error of what a peer was estimated to have
 	// passed between two of its reports, as the second one showed.
 	peerErr float64
+	// closeErr: the same, of the estimates made over the closing stretch
+	// (closing.go), from closeN misses
+	closeErr, closeN float64
+	misses           []miss // of the sync under way (learnErr)
 
 	// smoothed quantities of seed 000
-	steady     float64 // smoothed cluster rate of scored budgets
-	steadyAt   int64
+	steady   float64 // smoothed cluster rate of scored budgets
+	steadyAt int64
+	regimeAt int64 // when the cluster rate last jumped (steadyRate)
+	// base: the cluster rate before a crowd (0: none), which had held
+	// for baseHeld (crowdLead)
+	base       float64
+	baseHeld   int64
 	proportion float64 // local traffic proportion
 	idealRate  float64 // ideal pass rate
 	tuned      bool
@@ -110,24 +130,6 @@ type Controller struct {
 	forced                        bool
 }
 
-// peer is the controller's memory of a source another node owns.
-type peer struct {
-	source                     string
-	rep                        Report
-	at                         int64
-	offRate, passRate, rewRate float64 // per second, from its last reports
-	rateKnown                  bool
-	// ratio: what it offered over the span of a report's rates to what
-	// this node's own lanes offered over the same span; ownThen: the own
-	// lanes' offered rate over the span of its last rates, +Inf while
-	// unknown (see relate)
-	ratio, ownThen float64
-	ratioKnown     bool
-}
-
-// newPeer returns a peer source not related to the own traffic yet.
-func newPeer(source string) *peer { return &peer{source: source, ownThen: math.Inf(1)} }
-
 func newController(b Budget, cfg *config) *Controller {
 	c := &Controller{
 		name:  b.Name,
@@ -137,6 +139,8 @@ func newController(b Budget, cfg *config) *Controller {
 		share: cfg.priorShare,
 		idx:   -1,
 		dueAt: math.MaxInt64,
+		// closing.go
+		closeAt: math.MaxInt64,
 	}
 	c.define(b)
 	prm := &params{cut: math.Inf(1), nextCut: math.Inf(1), cold: true}
@@ -261,6 +265,10 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 	}
 	c.lanes[source] = l
 	c.laneList = append(c.laneList, l)
+	if p := c.peers[source]; p != nil {
+		// the source's traffic, as the peers know it, moves with it
+		l.view = p.smooth
+	}
 	c.dropPeer(source)
 	if old := c.params.Load(); old.cold {
 		prm := *old
@@ -296,33 +304,13 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 			}
 		}
 		p := newPeer(l.source)
-		p.rep, p.at = r, t
+		p.rep, p.at, p.smooth = r, t, l.view
 		c.addPeer(p)
 		if len(c.laneList) == 0 {
 			c.emptySince = t
 		}
 	}
 	return r, len(c.laneList) == 0
-}
-
-func (c *Controller) addPeer(p *peer) {
-	c.dropPeer(p.source)
-	c.peers[p.source] = p
-	c.peerList = append(c.peerList, p)
-}
-
-func (c *Controller) dropPeer(source string) {
-	p, ok := c.peers[source]
-	if !ok {
-		return
-	}
-	delete(c.peers, source)
-	for i, x := range c.peerList {
-		if x == p {
-			c.peerList = slices.Delete(c.peerList, i, i+1)
-			return
-		}
-	}
 }
 
 func (c *Controller) reports(t int64, dst []Report) []Report {
@@ -332,136 +320,6 @@ func (c *Controller) reports(t int64, dst []Report) []Report {
 		dst = append(dst, l.report(t))
 	}
 	return dst
-}
-
-// syncLocked takes in peers' latest reports, then re-tunes. Called under
-// c.mu.
-func (c *Controller) syncLocked(t int64, reps []Report) {
-	// How late each report comes (its age beyond a sync interval), and
-	// how late the one it replaces had grown (the same plus what its
-	// publications missed). Most peers missing publications at once is an
-	// outage of the exchange, no trend.
-	sync := int64(c.cfg.sync)
-	late, lateGap, n, gaps := int64(-1), int64(-1), 0, 0
-	for _, r := range reps {
-		if _, own := c.lanes[r.Source]; own {
-			continue
-		}
-		if interval, ok := c.take(r, t); ok {
-			age := t - r.At.UnixNano() - sync
-			late = max(late, age)
-			lateGap = max(lateGap, age+interval-sync)
-			n++
-			if interval > 2*sync {
-				gaps++
-			}
-		}
-	}
-	if 2*gaps <= n {
-		late = lateGap
-	}
-	if late >= 0 {
-		// Up at once (by a sync interval at most: one gap is no trend),
-		// down slowly.
-		late = min(late, c.lateness+int64(c.cfg.sync))
-		c.lateness = max(late, c.lateness-(c.lateness-late)/16)
-		c.tree.lateness.Store(c.lateness)
-	}
-	c.tuneLocked(t, true)
-}
-
-// take takes in a peer source's report at t, unless it is not newer than
-// the one held. It returns how long after the report it replaced this one
-// was made (ok is false when it replaced none).
-func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
-	at := r.At.UnixNano()
-	p := c.peers[r.Source]
-	switch {
-	case p == nil:
-		p = newPeer(r.Source)
-		c.addPeer(p)
-		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
-			c.rates(p, r, Counters{}, s)
-		}
-	case at <= p.at:
-		return 0, false // not newer than what we have
-	default:
-		interval, ok = at-p.at, true
-		// Counters that went back (the report before counted work since
-		// rolled back, e.g. a lane closed after an aborted transaction)
-		// give no rate and no error: the peer keeps the rate it had.
-		back := r.Total.Offered < p.rep.Total.Offered || r.Total.Passed < p.rep.Total.Passed || r.Total.Rewards < p.rep.Total.Rewards
-		if back {
-			break
-		}
-		if p.rateKnown && r.Period == p.rep.Period {
-			// How far off the estimate of what it passed was. A burst,
-			// such as a backlog read at once, counts as three times the
-			// usual error at most (or the square root of the passes
-			// expected, a count's own noise, when that is more).
-			pred := c.peerPasses(p, p.at, at)
-			d := math.Abs(float64(r.Total.Passed-p.rep.Total.Passed) - pred)
-			d = min(d, 3*max(c.peerErr, math.Sqrt(max(pred, 0))+1))
-			c.peerErr += (d - c.peerErr) / 16
-		}
-		if at-p.at >= int64(c.cfg.tune)/2 {
-			c.rates(p, r, p.rep.Total, p.at)
-		}
-	}
-	p.rep, p.at = r, at
-	return interval, ok
-}
-
-// rates sets peer p's rates from its report r and the counts it had at
-// from, and relates them to this node's own traffic over the same span.
-func (c *Controller) rates(p *peer, r Report, before Counters, from int64) {
-	at := r.At.UnixNano()
-	dt := float64(at-from) / 1e9
-	p.offRate = float64(r.Total.Offered-before.Offered) / dt
-	p.passRate = float64(r.Total.Passed-before.Passed) / dt
-	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
-	p.rateKnown = true
-	c.relate(p, from, at)
-}
-
-// relateMin is how many events the own lanes must have offered over a
-// report's span for the ratio of the peer's traffic to the own to stand.
-const relateMin = 8
-
-// relate records the own lanes' offered rate over [from, at], the span of
-// peer p's rates, and the ratio of the peer's offered rate to it.
-// Where the own lanes offered too little then (a stall that both sat
-// through, or a start), the ratio of an earlier report stands: the span
-// tells nothing of how the two compare.
-func (c *Controller) relate(p *peer, from, at int64) {
-	p.ownThen = math.Inf(1)
-	// The own history reaches the last tune: a report made since is
-	// related over the part of its span the history covers, if that is
-	// half a sync interval at least (a shorter span, such as a first
-	// report's just after a start, tells too little of the own rate).
-	to := min(at, c.hist.newest())
-	if c.hist.n == 0 || from < c.hist.oldest() || to-from < int64(c.cfg.sync)/2 {
-		return
-	}
-	own := c.hist.at(to).off - c.hist.at(from).off
-	p.ownThen = own / (float64(to-from) / 1e9)
-	if own >= relateMin {
-		p.ratio, p.ratioKnown = p.offRate/p.ownThen, true
-	}
-}
-
-// stale is the age past which a peer's report no longer stands for the
-// source's current traffic.
-func (c *Controller) stale() int64 { return int64(c.cfg.staleAfter) + c.lateness }
-
-// anyFresh reports whether some peer's report is fresh at t.
-func (c *Controller) anyFresh(t int64) bool {
-	for _, p := range c.peerList {
-		if t-p.at <= c.stale() {
-			return true
-		}
-	}
-	return false
 }
 
 // Snapshot returns the controller's quantities as of its last tune.

@@ -33,7 +33,9 @@
 //     plus what it may have passed in a sync interval since. Sources not
 //     heard from yet, and all of them when the exchange is down, are
 //     assumed to carry what the sources heard from carry, this node holding
-//     its share (Tree.SetShare);
+//     its share (Tree.SetShare); what they passed before is filled in so
+//     only in a controller's first warm-up (a source it has not heard from
+//     after listening that long is new, and has passed nothing);
 //   - computes the wanted cluster pass rate: what follows the ideal curve
 //     (the target spread evenly over the window or period, finishing
 //     Reserve before its end) from the amount achieved, making up a lag or
@@ -85,6 +87,26 @@
 // budget, as well as every pass of an unscored budget too small to give
 // each node a pass per sync interval, are made by one node at a time: the
 // one owning the first source by name.
+//
+// The margin is twice the error that the peers' next reports show in what
+// they were estimated to have passed, judged by node (the sources a node
+// publishes at one instant together): that error sets how close to its
+// target a budget can end. Over the closing stretch of a window (its last
+// two report ages, see closing.go) an unscored pass budget is paced by
+// rate rather than by a working fraction: each node passes its part of
+// the wanted cluster rate, its sources' offered rate over the cluster's,
+// read from the reports as of an instant every node has them, so that
+// what a peer passed since its report is known whatever its traffic did.
+// The stretch begins only if the cluster's traffic held steady over the
+// seconds the parts are read from; over it the margin is the error of its
+// own estimates, and the course aimed at runs half that margin under the
+// ideal curve.
+//
+// A scored budget's cut follows a change of the traffic's regime (a
+// flash crowd on some nodes) at once: a peer's cut counts only once the
+// peer could have heard of it. In a crowd on traffic that held before it,
+// the budget may run up to 1% of its target ahead of its course, taking
+// more of the crowd's best scores and fewer ordinary ones after.
 //
 // # Cost follows activity
 //

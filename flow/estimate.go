@@ -22,11 +22,18 @@ type estimate struct {
 
 func (c *Controller) estimate(t int64) estimate {
 	if c.rewarm || !c.tuned {
-		c.rewarm = false
-		c.warmUntil = t + 2*int64(c.cfg.sync) + int64(c.cfg.staleAfter)
+		warm := t + 2*int64(c.cfg.sync) + int64(c.cfg.staleAfter)
+		if !c.tuned || t < c.fillUntil {
+			c.fillUntil = warm
+		}
+		c.rewarm, c.warmUntil = false, warm
 	}
 	var e estimate
 	e.period, e.start, e.end = c.sched.period(t)
+	if e.period != c.closePeriod {
+		c.closePeriod, c.closeAt = e.period, math.MaxInt64 // closing.go
+	}
+	c.partsFrom = c.partsAt(t)
 	c.addOwn(t, &e)
 	knownRate, known := c.addPeers(t, &e)
 	// The cluster rate is the sum of the known sources' rates. While some
@@ -37,7 +44,13 @@ func (c *Controller) estimate(t int64) estimate {
 	// What the peers passed since their reports is estimated, with the
 	// error their next reports show: the hard stop reserves twice that
 	// (the errors of n peers adding up as sqrt(n)).
-	e.margin = 2 * c.peerErr * math.Sqrt(e.extrapolated)
+	// Over the closing stretch, the error of the estimates made in it,
+	// once some were checked.
+	err := c.peerErr
+	if c.closeAt < t && c.closeN > 0 {
+		err = c.closeErr
+	}
+	e.margin = 2 * err * math.Sqrt(e.extrapolated)
 	e.peersKnown = known > 0
 	e.rate = knownRate
 	own := 1.0 / c.share
@@ -50,8 +63,12 @@ func (c *Controller) estimate(t int64) estimate {
 	// all have done in the period: as much as the average source heard
 	// from. Else a node that starts with its peers, before their first
 	// reports arrive, takes its own passes for the cluster's and makes up
-	// a lag that is not there.
-	if n := float64(1 + len(c.peerList)); t < c.warmUntil && n < own {
+	// a lag that is not there. Only in the controller's first warm-up: a
+	// source it has not heard from after listening that long is new (a
+	// node that joins with its own traffic), and has passed nothing yet,
+	// while taking it for an average one would make the others take the
+	// cluster for a share ahead of its course and stop passing.
+	if n := float64(1 + len(c.peerList)); t < c.fillUntil && n < own {
 		f := own/n - 1
 		e.offered += f * e.offered
 		e.passed += f * e.passed
@@ -64,12 +81,18 @@ func (c *Controller) estimate(t int64) estimate {
 // history, and sets e.ownRate.
 func (c *Controller) addOwn(t int64, e *estimate) {
 	var accOff, accPass float64
+	dt := 0.0
+	if last := c.hist.newest(); c.hist.n > 0 && t > last {
+		dt = float64(t-last) / 1e9
+	}
+	c.ownSmooth = 0
 	for _, l := range c.laneList {
 		total, in, _ := l.counts(e.period)
 		// deltas since the last look feed the own history (restored
 		// counters are not new traffic)
 		accOff += float64(total.Offered - l.seenOff)
 		accPass += float64(total.Passed - l.seenPass)
+		c.ownSmooth += c.rateOf(&l.view, c.partsFrom)
 		l.seenOff, l.seenPass, l.seenRew = total.Offered, total.Passed, total.Rewards
 		e.offered += float64(in.Offered)
 		e.passed += float64(in.Passed)
@@ -80,13 +103,14 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 			c.sk.merge(l.sk)
 		}
 	}
-	// What the lanes were meant to pass: the working fraction in force,
-	// or what they passed when it was not (cold, or late).
-	intended := accPass
+	// What the lanes were meant to pass (the working fraction in force,
+	// or what they passed when it was not: cold, or late), and what the
+	// wanted rate asked of the cluster meanwhile.
+	intended, want := accPass, 0.0
 	if prm := c.params.Load(); !prm.cold && t <= prm.until {
-		intended = prm.p * accOff
+		intended, want = prm.p*accOff, prm.q*dt
 	}
-	c.hist.add(t, accOff, accPass, intended)
+	c.hist.add(t, accOff, accPass, intended, want)
 	e.fresh = accOff
 
 	// Own offered rate over the last sync interval (or what we have).
@@ -107,6 +131,14 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known int) {
 	stale, anyFresh := c.stale(), c.anyFresh(t)
 	knownRate = e.ownRate
+	// The smoothed cluster rate, which sets the parts of the closing
+	// stretch (closing.go), before the peers' passes are estimated from it.
+	c.clusterRate = c.ownSmooth
+	for _, p := range c.peerList {
+		if t-p.at <= stale {
+			c.clusterRate += c.rateOf(&p.smooth, c.partsFrom)
+		}
+	}
 	for _, p := range c.peerList {
 		fresh := t-p.at <= stale
 		e.totalPassed += float64(p.rep.Total.Passed)
@@ -171,11 +203,28 @@ func (c *Controller) extrapolate(p *peer, t, from int64, e *estimate) {
 // follows ours. Reports older than our history (a long outage of the
 // exchange) pass at their reported rate up to its start, then at our
 // fraction. When one node at a time passes, each peer passes as it did.
+//
+// Over the closing stretch, nodes pass their parts of the wanted cluster
+// rate: the peer passed its part of what that rate asked (closingPasses).
 func (c *Controller) peerPasses(p *peer, from, t int64) float64 {
-	passes := p.passRate * float64(t-from) / 1e9
-	if f0 := max(from, c.hist.oldest()); f0 < t && !c.single {
-		if f, ok := c.hist.fraction(f0, t); ok {
-			passes = p.passRate*float64(f0-from)/1e9 + c.peerOffered(p, f0, t)*f
+	f0 := max(from, c.hist.oldest())
+	if f0 >= t || c.single {
+		return p.passRate * float64(t-from) / 1e9
+	}
+	passes := p.passRate * float64(f0-from) / 1e9
+	split := min(max(c.closeAt, f0), t)
+	if split > f0 {
+		if f, ok := c.hist.fraction(f0, split); ok {
+			passes += c.peerOffered(p, f0, split) * f
+		} else {
+			passes += p.passRate * float64(split-f0) / 1e9
+		}
+	}
+	if split < t {
+		if c.clusterRate > 0 {
+			passes += c.closingPasses(p, split, t)
+		} else {
+			passes += p.passRate * float64(t-split) / 1e9
 		}
 	}
 	return passes

@@ -51,6 +51,9 @@ type allowance struct {
 	burst float64
 	rate  float64
 	used  atomic.Int64
+	// closing: the allowance paces the node by rate (closing.go), and
+	// what it left unused carries over to the next
+	closing bool
 }
 
 // take reserves one pass at t, or reports that the allowance is spent. A
@@ -120,6 +123,10 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		if limit < 1 && left >= 1 {
 			limit = 1
 		}
+	}
+	if c.closing(t, e) {
+		c.closingAllowance(t, q, limit, prm)
+		return
 	}
 	// A budget its traffic cannot exhaust has no over side to guard: the
 	// node may pass its part of what is left at once, so that a backlog of

@@ -11,22 +11,22 @@ type ownHistory struct {
 
 const histLen = 64
 
-// histPoint is what the node's lanes offered and passed, and what they
-// were meant to pass (the working fraction times the events offered), all
-// cumulative.
+// histPoint is what the node's lanes offered and passed, what they were
+// meant to pass (the working fraction times the events offered), and what
+// the wanted cluster pass rate asked of the cluster, all cumulative.
 type histPoint struct {
-	off, pas, exp float64
+	off, pas, exp, want float64
 }
 
-// add records what the lanes offered, passed and were meant to pass since
-// the last entry.
-func (h *ownHistory) add(t int64, off, pas, exp float64) {
+// add records what the lanes offered, passed and were meant to pass, and
+// what the cluster was asked to pass, since the last entry.
+func (h *ownHistory) add(t int64, off, pas, exp, want float64) {
 	last := (h.head + histLen - 1) % histLen
 	var prev histPoint
 	if h.n > 0 {
 		prev = h.pt[last]
 	}
-	pt := histPoint{prev.off + off, prev.pas + pas, prev.exp + exp}
+	pt := histPoint{prev.off + off, prev.pas + pas, prev.exp + exp, prev.want + want}
 	if h.n > 0 && h.t[last] >= t {
 		h.pt[last] = pt
 		return
@@ -53,7 +53,7 @@ func (h *ownHistory) at(t int64) histPoint {
 			j := (i + 1) % histLen
 			f := float64(t-h.t[i]) / float64(h.t[j]-h.t[i])
 			a, b := h.pt[i], h.pt[j]
-			return histPoint{a.off + f*(b.off-a.off), a.pas + f*(b.pas-a.pas), a.exp + f*(b.exp-a.exp)}
+			return histPoint{a.off + f*(b.off-a.off), a.pas + f*(b.pas-a.pas), a.exp + f*(b.exp-a.exp), a.want + f*(b.want-a.want)}
 		}
 	}
 	return h.pt[(h.head+histLen-h.n)%histLen]

@@ -86,6 +86,7 @@ type Lane struct {
 	seenOff, seenPass uint64
 	seenRew           float64
 	closed            bool
+	view              smoothed // the source's offered rate as the exchange shows it (closing.go)
 
 	_ [64]byte // keep neighbouring lanes off this cache line
 }

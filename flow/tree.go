@@ -398,7 +398,7 @@ func (t *Tree) activate(x *def, n int64) *Controller {
 	c.lastVisit = n
 	c.lateness = t.lateness.Load()
 	if b := t.began.Load(); b != 0 && b < n {
-		c.hist.add(b, 0, 0, 0)
+		c.hist.add(b, 0, 0, 0, 0)
 	}
 	t.active = append(t.active, c)
 	x.ctrl = c

@@ -97,6 +97,16 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	if c.single {
 		margin = 0
 	}
+	// Over the closing stretch, where the estimates are close enough for
+	// the passes to end on the target rather than be stopped short of it,
+	// the course aimed at runs a standard deviation of their error (half
+	// the margin) under the ideal curve: the last passes, made on a
+	// picture of the peers' a report old, end over it only when that
+	// picture was off by more.
+	short := 0.0
+	if c.closeAt <= t {
+		short = margin / 2
+	}
 	switch {
 	case g.achieved+g.conv*margin+rewardSpread*g.spread >= T:
 		prm.exhausted = true
@@ -105,7 +115,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 		// interval: a working rate must stay sane for as long as it may
 		// be in force (a tune can come late on a starved machine).
 		h := max(min(c.accel(e.start, endEff), endEff-tt), int64(c.cfg.tune))
-		goal := c.sched.ideal(tt+h, e.start, e.end)
+		goal := c.sched.ideal(tt+h, e.start, e.end) - short
 		if g.lead > 0 {
 			// Rewards in flight are random (binomial); stop the main
 			// phase two standard deviations short, and top up after.
@@ -120,7 +130,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 			// that the next reports will correct overspends on its
 			// errors, and a pass cannot be taken back. An excess is
 			// still corrected at once.
-			goal = T * float64(tt+hm-e.start) / float64(endEff-e.start)
+			goal = T*float64(tt+hm-e.start)/float64(endEff-e.start) - short
 			q = min(q, (goal-g.achieved)/(float64(hm)/1e9))
 		}
 	case t+g.lead < e.end:
@@ -162,6 +172,7 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 	rate := e.rate
 	if c.sk != nil {
 		rate = c.steadyRate(t, rate)
+		q = c.crowdLead(t, e, g, q, rate)
 	}
 	if rate > 0 {
 		prm.p = clamp01(q / rate)
@@ -174,6 +185,8 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 	}
 	if prm.exhausted {
 		prm.p = 0
+	} else {
+		prm.q = q
 	}
 	prm.cut, prm.nextCut = math.Inf(1), math.Inf(1)
 	if c.sk != nil {
@@ -287,8 +300,12 @@ func (c *Controller) consensusCut(own float64, t, period int64) float64 {
 		return own
 	}
 	sum, total := own*w, w
+	// A peer's cut was made for the traffic as it knew it: not before it
+	// could hear of a change of regime (a flash crowd on some nodes) does
+	// it stand for the cut now.
+	heard := c.regimeAt + int64(c.cfg.sync) + c.lateness
 	for _, p := range c.peerList {
-		if t-p.at > c.stale() || p.rep.Period != period ||
+		if t-p.at > c.stale() || p.rep.Period != period || p.at < heard ||
 			math.IsInf(p.rep.Cut, 0) || math.IsNaN(p.rep.Cut) || p.rep.Total.Offered == 0 {
 			continue
 		}
@@ -307,8 +324,16 @@ func (c *Controller) consensusCut(own float64, t, period int64) float64 {
 func (c *Controller) steadyRate(t int64, r float64) float64 {
 	const tau = 10 * time.Second
 	switch {
-	case c.steady <= 0 || r <= 0 || t < c.warmUntil || math.Abs(r/c.steady-1) > 0.25:
+	case c.steady <= 0 || r <= 0 || t < c.warmUntil:
 		c.steady = r
+	case math.Abs(r/c.steady-1) > 0.25:
+		if r > c.steady && c.base == 0 {
+			// the traffic before a crowd, and how long it had held
+			c.base, c.baseHeld = c.steady, t-c.regimeAt
+		} else if c.base > 0 && r < 1.25*c.base {
+			c.base = 0 // back to it
+		}
+		c.steady, c.regimeAt = r, t
 	case t > c.steadyAt:
 		a := 1 - math.Exp(-float64(t-c.steadyAt)/float64(tau))
 		c.steady += a * (r - c.steady)
@@ -339,4 +364,32 @@ func clamp01(x float64) float64 {
 		return 1
 	}
 	return x
+}
+
+// crowdShare is how far ahead of its course, as a share of its target, a
+// scored budget may run in a crowd (see crowdLead).
+const crowdShare = 0.01
+
+// crowdLead is the wanted rate of a scored budget while a crowd brings
+// more traffic than before it (base): the square root of the crowd's
+// factor more, as long as the budget is within crowdShare of its target
+// of its course, so that it takes more of the crowd's best
+// scores (its cut still rises, by the other square root) and passes fewer
+// of the ordinary ones after. A crowd is brief, and comes on traffic that
+// held for the acceleration horizon before it (not a backlog read after a
+// stall): traffic that stays up that long is the new regime, and the end
+// of the window is no time to run ahead.
+func (c *Controller) crowdLead(t int64, e *estimate, g progress, q, rate float64) float64 {
+	endEff := e.end - c.sched.reserve
+	h := c.accel(e.start, endEff)
+	if c.base <= 0 || c.baseHeld < h || rate <= c.base || q <= 0 || t-c.regimeAt > h || t+h > endEff {
+		return q
+	}
+	// Near its course only: a budget behind it catches up at its own
+	// pace, at the cut that pace sets.
+	ahead := g.achieved - c.sched.ideal(t, e.start, e.end)
+	if math.Abs(ahead) >= crowdShare*c.b.Target {
+		return q
+	}
+	return q * math.Sqrt(rate/c.base)
 }

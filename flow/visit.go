@@ -171,8 +171,14 @@ func (c *Controller) fillGap(prev int64) {
 	if h.n == 0 {
 		return
 	}
-	if newest := (h.head + histLen - 1) % histLen; h.t[newest] < prev {
-		h.add(prev, 0, 0, 0) // nothing offered, passed or meant since
+	if newest := h.newest(); newest < prev {
+		// nothing offered, passed or meant since; the cluster was still
+		// asked for the wanted rate
+		want := 0.0
+		if prm := c.params.Load(); !prm.cold {
+			want = prm.q * float64(prev-newest) / 1e9
+		}
+		h.add(prev, 0, 0, 0, want)
 	}
 }
 

@@ -19,7 +19,11 @@ var simulateCmd = &command{
 time: the traffic profiles, budgets and counter exchange (sync interval,
 delay, loss) come from the scenario file FILE or --scenario FILE (YAML; see
 flow/sim/testdata).
-Prints one JSON report on stdout. A bad scenario exits 1 naming the field.`,
+Prints one JSON report on stdout; for a scored window budget it carries the
+paced offline optimum (optimum_precision: the best precision a selection
+knowing the whole window reaches while as close to the ideal course as the
+run) and the run's precision over it (precision_ratio). A bad scenario
+exits 1 naming the field.`,
 	setup: func(fs *flag.FlagSet) action {
 		flagScenario := fs.String("scenario", "", "scenario `file` (YAML; or give it as the argument)")
 		timeline := fs.String("timeline", "", "write the timeline CSV to `file`")

@@ -19,13 +19,17 @@ type figures struct {
 	over      float64 // max (achieved − target) / target at any row: above the target itself
 	recover   float64 // longest span (s) more than 1% of target behind the ideal
 	precision float64 // NaN unless scored
-	refused   uint64  // events offered and not passed
+	// optimum: the paced offline optimum at the run's own maximum
+	// deviation (NaN unless a scored window budget); ratio: precision
+	// over it
+	optimum, ratio float64
+	refused        uint64 // events offered and not passed
 }
 
 // figuresOf computes a budget's figures from rows at or after from (in
 // seconds of the run).
 func figuresOf(res *Result, name string, from float64) figures {
-	f := figures{precision: math.NaN(), over: math.Inf(-1)}
+	f := figures{precision: math.NaN(), optimum: math.NaN(), ratio: math.NaN(), over: math.Inf(-1)}
 	var target float64
 	var rewards bool
 	for _, b := range res.Budgets {
@@ -35,6 +39,9 @@ func figuresOf(res *Result, name string, from float64) figures {
 			f.refused = b.Offered - b.Passed
 			if b.ScorePrecision != nil {
 				f.precision = *b.ScorePrecision
+			}
+			if b.OptimumPrecision != nil {
+				f.optimum, f.ratio = *b.OptimumPrecision, *b.PrecisionRatio
 			}
 		}
 	}

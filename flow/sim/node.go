@@ -25,6 +25,9 @@ type node struct {
 	rewards rewardQueue
 	rng     *rand.Rand
 	reports []flow.Report
+	// idle: the reports of a node that left (node mode), its source idle
+	// from then on
+	idle []flow.Report
 }
 
 func newNode(w *world, i int, spec Node) *node {
@@ -84,6 +87,7 @@ func (w *world) runNodes(res *Result) error {
 		for _, n := range w.nodes {
 			n.deliverRewards(w, t+w.step)
 			if !n.alive {
+				n.vouch(w, t)
 				continue
 			}
 			n.syncOrTune(w, t)
@@ -108,6 +112,9 @@ func (w *world) nodeMembership(t int64) error {
 		}
 		changed, n.alive = true, should
 		if !should {
+			if n.spec.Crash == nil {
+				n.leave(w, t)
+			}
 			continue
 		}
 		if err := n.join(w, t, members); err != nil {
@@ -139,6 +146,27 @@ func (w *world) nodeMembership(t int64) error {
 		}
 	}
 	return nil
+}
+
+// leave publishes the counters of a node that leaves at t, as a worker
+// that leaves commits its counters on its way out: its source is idle from
+// then on.
+func (n *node) leave(w *world, t int64) {
+	n.idle = n.tree.Reports(w.clock(t), nil)
+	_ = w.ex.Publish(n.idle)
+}
+
+// vouch republishes, at the sync instants of a node that left, the
+// unchanged counters of its idle source, as the owner of an idle
+// partition writes a heartbeat every sync interval.
+func (n *node) vouch(w *world, t int64) {
+	if len(n.idle) == 0 || (t-epoch.UnixNano()-n.phase)%w.syncEvery != 0 {
+		return
+	}
+	for i := range n.idle {
+		n.idle[i].At = w.clock(t)
+	}
+	_ = w.ex.Publish(n.idle)
 }
 
 // run offers the node's events of one step.

@@ -129,14 +129,17 @@ type Node struct {
 	Name  string    `yaml:"name"`
 	Rate  float64   `yaml:"rate"` // events per second
 	Start *Duration `yaml:"start"`
-	// Stop: the node leaves. In node mode its traffic is gone and its last
-	// publication stands for it; in partition mode it commits and hands
-	// its partitions over.
+	// Stop: the node leaves. In node mode its traffic is gone: it
+	// publishes its counters as it leaves, and they are published again
+	// every sync interval (its source is idle, as a partition whose owner
+	// writes heartbeats); in partition mode it commits and hands its
+	// partitions over.
 	Stop *Duration `yaml:"stop"`
-	// Crash: the node is killed (partition mode; in node mode the same as
-	// Stop). What it decided since its last commit is lost (the events
-	// are read again by the next owner), what it committed since its last
-	// publication is unseen until the next owner publishes it.
+	// Crash: the node is killed. In node mode its traffic is gone and its
+	// last publication stands for it: what it passed since is never seen.
+	// In partition mode what it decided since its last commit is lost (the
+	// events are read again by the next owner), what it committed since
+	// its last publication is unseen until the next owner publishes it.
 	Crash  *Duration `yaml:"crash"`
 	Steps  []Step    `yaml:"steps"`
 	Jitter float64   `yaml:"jitter"` // relative noise on the rate, per second

@@ -32,6 +32,13 @@ type BudgetResult struct {
 	MeanAbsDeviation float64  `json:"mean_abs_deviation"`
 	ExhaustedAt      *float64 `json:"exhausted_at"`    // seconds from the start
 	ScorePrecision   *float64 `json:"score_precision"` // null unless scored
+	// OptimumPrecision is the paced offline optimum of a scored window
+	// budget: the best precision of a selection made knowing the whole
+	// window that stays within the run's maximum deviation of the ideal
+	// course and ends on the target (see optimum.go); PrecisionRatio is
+	// the run's precision over it. Both null otherwise.
+	OptimumPrecision *float64 `json:"optimum_precision"`
+	PrecisionRatio   *float64 `json:"precision_ratio"`
 	// Periods lists each complete period of a period budget; final_error
 	// is then the error of the worst one.
 	Periods []PeriodResult `json:"periods,omitempty"`
@@ -147,12 +154,19 @@ func Run(sc *Scenario) (*Result, error) {
 		return nil, err
 	}
 	sample(res, w.bs, epoch.UnixNano()+w.duration)
-	for _, b := range w.bs {
+	opt := make([]*float64, len(w.bs))
+	for i, b := range w.bs {
+		opt[i] = w.optimumOf(b)
 		b.closePeriod()
 	}
 	res.SyncRecords = w.ex.records
-	for _, b := range w.bs {
-		res.Budgets = append(res.Budgets, b.result())
+	for i, b := range w.bs {
+		r := b.result()
+		if o := opt[i]; o != nil && r.ScorePrecision != nil {
+			ratio := *r.ScorePrecision / *o
+			r.OptimumPrecision, r.PrecisionRatio = o, &ratio
+		}
+		res.Budgets = append(res.Budgets, r)
 	}
 	return res, nil
 }
@@ -163,7 +177,7 @@ func (w *world) budgets() {
 	byName := map[string]int{}
 	for i, spec := range w.sc.Budgets {
 		byName[spec.Name] = i
-		b := &budget{spec: spec, idx: i, exhaustedAt: -1}
+		b := &budget{spec: spec, idx: i, exhaustedAt: -1, sync: w.syncEvery}
 		b.begin = e0 + int64(spec.begin())
 		fb := flow.Budget{Name: spec.Name, Target: spec.Target, Reserve: spec.Reserve.D(),
 			Rewards: spec.Reward != nil, Scored: spec.Score != "", Parent: spec.Parent,

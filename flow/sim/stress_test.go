@@ -56,6 +56,17 @@ func precisionAtLeast(p float64) func(figures) error {
 	}
 }
 
+// ratioAtLeast: the score precision over the paced offline optimum at the
+// run's own maximum deviation.
+func ratioAtLeast(r float64) func(figures) error {
+	return func(f figures) error {
+		if !(f.ratio >= r) {
+			return fmt.Errorf("precision %.4f over the paced offline optimum %.4f: %.4f, want ≥ %.2f", f.precision, f.optimum, f.ratio, r)
+		}
+		return nil
+	}
+}
+
 // neverOver: no row of the timeline above the target.
 func neverOver(f figures) error {
 	if f.over > 0 {
@@ -95,13 +106,29 @@ func noneRefused(f figures) error {
 }
 
 var stressRows = []stressRow{
+	// A pass budget ends within half a percent of its target, and never
+	// more than a thousandth over it, wherever it can be met.
+	//
 	// Over 30 min, the crowd brings 2.5% of the window's traffic: pacing
 	// along the ideal curve caps the precision near 1/1.025.
 	{file: "flash-crowd.yaml", bars: map[string]func(figures, float64) error{
-		"normal": all(finalWithin(-0.005, 0.005), devAtMost(0.03), precisionAtLeast(0.97)),
+		"normal": all(finalWithin(-0.005, 0.001), devAtMost(0.03), precisionAtLeast(0.97), ratioAtLeast(0.97)),
+	}},
+	// Over 240 s the crowd brings 16% of the traffic: judged against the
+	// best a selection knowing the whole window could do while as close
+	// to the ideal course as the run.
+	{file: "flash-crowd-4.yaml", bars: map[string]func(figures, float64) error{
+		"normal": all(finalWithin(-0.005, 0.001), devAtMost(0.05), ratioAtLeast(0.97)),
 	}},
 	{file: "noisy-32.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
+		"campaign": all(finalWithin(-0.005, 0.001), devAtMost(0.02)),
+	}},
+	// Nodes of 80 to 1,200 events/s whose traffic jitters by 30% from
+	// second to second, staggered, one joining and one leaving, a late
+	// and lossy exchange.
+	{file: "mixed-rates.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.005, 0.001)),
+		"wide":     all(finalWithin(-0.005, 0.001)),
 	}},
 	{file: "tiny.yaml", bars: map[string]func(figures, float64) error{
 		"sixty":       eventsOrShare(0.02, 2),
@@ -110,13 +137,15 @@ var stressRows = []stressRow{
 	// Two broker restarts stall every partition for 6 s each in a 30 s
 	// window: the budget cannot be met, and must not be overspent.
 	{file: "broker-restart.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.02, 0.005)),
+		"campaign": all(finalWithin(-0.02, 0.001)),
 	}},
 	// A broker restart whose partitions come back before their fetches
 	// do: every node reads its backlog at once while its peers' reports
 	// still show the stall's rates. Ended 15.6% over (ten seeds' mean)
 	// when each node took its peers at their reported rates, and so
-	// itself for the whole cluster.
+	// itself for the whole cluster. The backlog, read 3.5 s before the
+	// end, leaves the nodes on their working fractions (the closing
+	// stretch does not begin): one seed of these ten ends +0.225% over.
 	{file: "restart-backlog.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.03, 0.005)),
 	}},
@@ -126,7 +155,7 @@ var stressRows = []stressRow{
 	// when they took the peers at their reported rates. The stall leaves
 	// 2.5 s to make up 7.5 s of passes: the budget cannot be met.
 	{file: "restart-late.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.10, 0.005)),
+		"campaign": all(finalWithin(-0.10, 0.001)),
 	}},
 	// Reward budgets whose definitions guess the conversion and delay
 	// within a factor of 1.5: judged once three delays have passed. They
@@ -155,6 +184,12 @@ var stressRows = []stressRow{
 		"camp-a":  all(finalWithin(-1, 0.001)),
 		"camp-b":  all(finalWithin(-1, 0.001)),
 		"clicks":  all(finalWithin(-1, 0.005)),
+	}},
+	// The same with one child scored.
+	{file: "crash-nested-scored.yaml", bars: map[string]func(figures, float64) error{
+		"account": all(finalWithin(-0.005, 0.001)),
+		"camp-a":  all(finalWithin(-1, 0.001)),
+		"camp-b":  all(finalWithin(-1, 0.001)),
 	}},
 	{file: "crash-three.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.005, 0.001), behindAtMost(0.03, 10)),
@@ -217,6 +252,11 @@ func logSummary(t *testing.T, name string, fs []figures) {
 		pm, pw := summary(fs, func(f figures) float64 { return f.precision }, true)
 		t.Logf("%s: score precision %.4f / %.4f", name, pm, pw)
 	}
+	if !math.IsNaN(fs[0].ratio) {
+		om, ow := summary(fs, func(f figures) float64 { return f.optimum }, true)
+		rm, rw := summary(fs, func(f figures) float64 { return f.ratio }, true)
+		t.Logf("%s: paced offline optimum %.4f / %.4f, precision over it %.4f / %.4f", name, om, ow, rm, rw)
+	}
 	rm, rw := summary(fs, func(f figures) float64 { return f.recover }, false)
 	t.Logf("%s: longest span more than 1%% behind %.1f s / %.1f s", name, rm, rw)
 }
@@ -230,13 +270,13 @@ var situationRows = []stressRow{
 		"clicks": all(finalWithin(-0.01, 0.01)),
 	}},
 	{file: "churn.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.02)),
+		"campaign": all(finalWithin(-0.005, 0.001), devAtMost(0.02)),
 	}},
 	{file: "outage.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.005, 0.005), devAtMost(0.035)),
+		"campaign": all(finalWithin(-0.005, 0.001), devAtMost(0.035)),
 	}},
 	{file: "drift.yaml", bars: map[string]func(figures, float64) error{
-		"normal": all(finalWithin(-0.005, 0.005), devAtMost(0.1)),
+		"normal": all(finalWithin(-0.005, 0.001), devAtMost(0.1)),
 	}},
 	{file: "reward-expo.yaml", from: map[string]float64{"clicks": 12}, bars: map[string]func(figures, float64) error{
 		"clicks": all(finalWithin(-0.02, 0.05), devAtMost(0.1)),

@@ -28,6 +28,8 @@ type budget struct {
 
 	scored            bool
 	offScores         []float32
+	offRows           []int32 // the timeline row each offered score first counts in (window budgets)
+	sync              int64
 	passScores        []float32
 	precGood, precAll uint64
 	periods           []PeriodResult
@@ -63,6 +65,9 @@ func (b *budget) offer(bs []*budget, te int64, score float64) {
 			x.pOffered++
 			if x.scored {
 				x.offScores = append(x.offScores, float32(score))
+				if x.spec.Period == 0 {
+					x.offRows = append(x.offRows, int32((te-epoch.UnixNano())/x.sync+1))
+				}
 			}
 		}
 	}
@@ -119,7 +124,7 @@ func (b *budget) closePeriod() {
 			}
 		}
 		b.precAll += uint64(len(b.passScores))
-		b.offScores, b.passScores = b.offScores[:0], b.passScores[:0]
+		b.offScores, b.passScores, b.offRows = b.offScores[:0], b.passScores[:0], b.offRows[:0]
 	}
 	if b.spec.Period > 0 {
 		a := float64(b.achieved())

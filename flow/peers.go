@@ -1,0 +1,219 @@
+package flow
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// peer is the controller's memory of a source another node owns.
+type peer struct {
+	source                     string
+	rep                        Report
+	at                         int64
+	offRate, passRate, rewRate float64 // per second, from its last reports
+	rateKnown                  bool
+	// ratio: what it offered over the span of a report's rates to what
+	// this node's own lanes offered over the same span; ownThen: the own
+	// lanes' offered rate over the span of its last rates, +Inf while
+	// unknown (see relate)
+	ratio, ownThen float64
+	ratioKnown     bool
+	// smooth: its offered rate smoothed over its reports (closing.go)
+	smooth smoothed
+}
+
+// newPeer returns a peer source not related to the own traffic yet.
+func newPeer(source string) *peer { return &peer{source: source, ownThen: math.Inf(1)} }
+
+func (c *Controller) addPeer(p *peer) {
+	c.dropPeer(p.source)
+	c.peers[p.source] = p
+	c.peerList = append(c.peerList, p)
+}
+
+func (c *Controller) dropPeer(source string) {
+	p, ok := c.peers[source]
+	if !ok {
+		return
+	}
+	delete(c.peers, source)
+	for i, x := range c.peerList {
+		if x == p {
+			c.peerList = slices.Delete(c.peerList, i, i+1)
+			return
+		}
+	}
+}
+
+// syncLocked takes in peers' latest reports, then re-tunes. Called under
+// c.mu.
+func (c *Controller) syncLocked(t int64, reps []Report) {
+	// How late each report comes (its age beyond a sync interval), and
+	// how late the one it replaces had grown (the same plus what its
+	// publications missed). Most peers missing publications at once is an
+	// outage of the exchange, no trend.
+	sync := int64(c.cfg.sync)
+	late, lateGap, n, gaps := int64(-1), int64(-1), 0, 0
+	for _, r := range reps {
+		if l, own := c.lanes[r.Source]; own {
+			c.viewOwn(l, r)
+			continue
+		}
+		if interval, ok := c.take(r, t); ok {
+			age := t - r.At.UnixNano() - sync
+			late = max(late, age)
+			lateGap = max(lateGap, age+interval-sync)
+			n++
+			if interval > 2*sync {
+				gaps++
+			}
+		}
+	}
+	c.learnErr()
+	if 2*gaps <= n {
+		late = lateGap
+	}
+	if late >= 0 {
+		// Up at once (by a sync interval at most: one gap is no trend),
+		// down slowly.
+		late = min(late, c.lateness+int64(c.cfg.sync))
+		c.lateness = max(late, c.lateness-(c.lateness-late)/16)
+		c.tree.lateness.Store(c.lateness)
+	}
+	c.tuneLocked(t, true)
+}
+
+// take takes in a peer source's report at t, unless it is not newer than
+// the one held. It returns how long after the report it replaced this one
+// was made (ok is false when it replaced none).
+func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
+	at := r.At.UnixNano()
+	p := c.peers[r.Source]
+	switch {
+	case p == nil:
+		p = newPeer(r.Source)
+		c.addPeer(p)
+		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
+			c.rates(p, r, Counters{}, s)
+		}
+	case at <= p.at:
+		return 0, false // not newer than what we have
+	default:
+		interval, ok = at-p.at, true
+		// Counters that went back (the report before counted work since
+		// rolled back, e.g. a lane closed after an aborted transaction)
+		// give no rate and no error: the peer keeps the rate it had.
+		back := r.Total.Offered < p.rep.Total.Offered || r.Total.Passed < p.rep.Total.Passed || r.Total.Rewards < p.rep.Total.Rewards
+		if back {
+			break
+		}
+		if p.rateKnown && r.Period == p.rep.Period {
+			// How far off the estimate of what it passed was (see
+			// learnErr).
+			pred := c.peerPasses(p, p.at, at)
+			c.misses = append(c.misses, miss{at: at, from: p.at, pred: pred, d: float64(r.Total.Passed-p.rep.Total.Passed) - pred})
+		}
+		if at-p.at >= int64(c.cfg.tune)/2 {
+			c.rates(p, r, p.rep.Total, p.at)
+		}
+	}
+	p.rep, p.at = r, at
+	p.smooth.add(&r)
+	return interval, ok
+}
+
+// rates sets peer p's rates from its report r and the counts it had at
+// from, and relates them to this node's own traffic over the same span.
+func (c *Controller) rates(p *peer, r Report, before Counters, from int64) {
+	at := r.At.UnixNano()
+	dt := float64(at-from) / 1e9
+	p.offRate = float64(r.Total.Offered-before.Offered) / dt
+	p.passRate = float64(r.Total.Passed-before.Passed) / dt
+	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
+	p.rateKnown = true
+	c.relate(p, from, at)
+}
+
+// relateMin is how many events the own lanes must have offered over a
+// report's span for the ratio of the peer's traffic to the own to stand.
+const relateMin = 8
+
+// relate records the own lanes' offered rate over [from, at], the span of
+// peer p's rates, and the ratio of the peer's offered rate to it.
+// Where the own lanes offered too little then (a stall that both sat
+// through, or a start), the ratio of an earlier report stands: the span
+// tells nothing of how the two compare.
+func (c *Controller) relate(p *peer, from, at int64) {
+	p.ownThen = math.Inf(1)
+	// The own history reaches the last tune: a report made since is
+	// related over the part of its span the history covers, if that is
+	// half a sync interval at least (a shorter span, such as a first
+	// report's just after a start, tells too little of the own rate).
+	to := min(at, c.hist.newest())
+	if c.hist.n == 0 || from < c.hist.oldest() || to-from < int64(c.cfg.sync)/2 {
+		return
+	}
+	own := c.hist.at(to).off - c.hist.at(from).off
+	p.ownThen = own / (float64(to-from) / 1e9)
+	if own >= relateMin {
+		p.ratio, p.ratioKnown = p.offRate/p.ownThen, true
+	}
+}
+
+// stale is the age past which a peer's report no longer stands for the
+// source's current traffic.
+func (c *Controller) stale() int64 { return int64(c.cfg.staleAfter) + c.lateness }
+
+// anyFresh reports whether some peer's report is fresh at t.
+func (c *Controller) anyFresh(t int64) bool {
+	for _, p := range c.peerList {
+		if t-p.at <= c.stale() {
+			return true
+		}
+	}
+	return false
+}
+
+// miss is how far the estimate of what a peer source passed between two
+// of its reports was off (d: what it passed less pred, the estimate), the
+// later one made at at.
+type miss struct {
+	at, from int64
+	pred, d  float64
+}
+
+// learnErr learns the error of the estimates of the peers' passes from
+// the misses of the reports a sync took in (peerErr, a source's typical
+// error, which sets the hard stop's margin). The sources a node publishes
+// together (at one instant) share its estimate's errors: as a node's
+// sources pass one fraction, their errors add up; over the closing
+// stretch, as its sources share one allowance, they cancel out. So the
+// error counted is that of each such group's sum, as the error of as
+// many independent sources (the sum's over the square root of their
+// number). A burst, such as a backlog read at once, counts as three
+// times the usual error at most (or the square root of the passes
+// expected, a count's own noise, when that is more). The misses of spans
+// inside the closing stretch also teach closeErr, the error of its
+// estimates, faster: the stretch lasts seconds.
+func (c *Controller) learnErr() {
+	ms := c.misses
+	slices.SortFunc(ms, func(a, b miss) int { return cmp.Compare(a.at, b.at) })
+	for i := 0; i < len(ms); {
+		j, pred, d, closing := i, 0.0, 0.0, true
+		for ; j < len(ms) && ms[j].at == ms[i].at; j++ {
+			pred, d = pred+ms[j].pred, d+ms[j].d
+			closing = closing && ms[j].from >= c.closeAt
+		}
+		k := float64(j - i)
+		e := min(math.Abs(d), 3*max(c.peerErr*math.Sqrt(k), math.Sqrt(max(pred, 0))+1)) / math.Sqrt(k)
+		for ; i < j; i++ {
+			c.peerErr += (e - c.peerErr) / 16
+			if closing {
+				c.closeN++
+				c.closeErr += (e - c.closeErr) / min(c.closeN, 4)
+			}
+		}
+	}
+	c.misses = ms[:0]
+}
