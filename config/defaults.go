@@ -37,9 +37,6 @@ func (c *Config) defaults() {
 	if c.Topics.Stats == "" {
 		c.Topics.Stats = c.Group + ".stats"
 	}
-	if c.Topics.Checkpoints == "" {
-		c.Topics.Checkpoints = c.Group + ".checkpoints"
-	}
 	c.capDefaults()
 	if c.Topics.Control == "" {
 		c.Topics.Control = ControlTopic(c.Group)

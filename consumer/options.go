@@ -46,12 +46,6 @@ type Topics struct {
 	DeadLetter string   // bad records; required
 	Stats      string   // compacted counter exchange and the partitions' ledgers; required
 	Control    string   // compacted budget changes (throttler budget set); "" for none
-	// Checkpoints is the checkpoint topic of versions before the ledger:
-	// never written, read only for a partition that has no ledger yet, to
-	// carry its counters over (once). "" for none.
-	//
-	// Deprecated: the stats topic carries each partition's ledger.
-	Checkpoints string
 }
 
 // Defaults of the worker options.

@@ -69,7 +69,6 @@ type partition struct {
 	variants   variantState
 	out        []*kgo.Record // outputs not handed to the producer goroutine yet (emit)
 	reps       []flow.Report // Source.Changed's, reused
-	legacyDone bool          // the source's kind-1 and kind-3 keys were tombstoned
 	rewardScan *decode.Scan  // the reward decoder's, in the topic's format
 	parkAt     int64         // parked: the offset it holds at (-1 before its first record; park.go)
 	parkEpoch  int32

@@ -25,11 +25,10 @@ func (r *runner) pipelineRound(ctx context.Context, i int, side string, c Config
 	}
 	group := r.name(what, i)
 	topics := consumer.Topics{
-		Input:       []string{input},
-		Output:      r.name(what+"-out", i),
-		DeadLetter:  r.name(what+"-dlq", i),
-		Stats:       r.name(what+"-stats", i),
-		Checkpoints: r.name(what+"-ckpt", i),
+		Input:      []string{input},
+		Output:     r.name(what+"-out", i),
+		DeadLetter: r.name(what+"-dlq", i),
+		Stats:      r.name(what+"-stats", i),
 	}
 	create := []string{topics.Output, topics.DeadLetter}
 	if !c.DropRejected {
@@ -39,7 +38,7 @@ func (r *runner) pipelineRound(ctx context.Context, i int, side string, c Config
 	if err := r.createTopics(ctx, create...); err != nil {
 		return Round{}, err
 	}
-	defer r.cleanup(group, append(create, topics.Stats, topics.Checkpoints)...)
+	defer r.cleanup(group, append(create, topics.Stats)...)
 	w, err := newPipeline(r.clientOpts(), group, topics, c, time.Now(), expectRPS, r.decOpts...)
 	if err != nil {
 		return Round{}, err
