@@ -14,7 +14,7 @@ var testBudgets = []string{"spring", "summer"}
 
 func newTestDecoder(t testing.TB, opts ...DecodeOpt) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(testBudgets, opts...)
+	d, err := NewDecoder(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestDecodeValid(t *testing.T) {
 	if err := d.Score(v, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := Decoded{Budget: "summer", BudgetIndex: 1, Key: "u1", ID: "e1", Score: 0.5, Time: time.UnixMilli(1700000000123)}
+	want := Decoded{Budget: "summer", Key: "u1", ID: "e1", Score: 0.5, Time: time.UnixMilli(1700000000123)}
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
@@ -47,12 +47,12 @@ func TestDecodeValid(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 
-	// no budget list: any budget
-	d3, err := NewDecoder(nil)
+	// any budget name
+	d3, err := NewDecoder()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d3.Decode(nil, []byte(`{"budget":"x"}`), ts, &got); err != nil || got.BudgetIndex != -1 || got.Time != ts {
+	if err := d3.Decode(nil, []byte(`{"budget":"x"}`), ts, &got); err != nil || got.Budget != "x" || got.Time != ts {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
@@ -82,7 +82,6 @@ func TestDecodeBadRecords(t *testing.T) {
 		{"no budget", "", `{"a":1}`, nil, StageDecode, ReasonMissingBudget},
 		{"null budget", "", `{"budget":null}`, nil, StageDecode, ReasonMissingBudget},
 		{"numeric budget", "", `{"budget":7}`, nil, StageDecode, ReasonBudgetType},
-		{"unknown budget", "", `{"budget":"winter"}`, nil, StageDecode, ReasonUnknownBudget},
 		{"null key", "", `{"budget":"spring"}`, []DecodeOpt{RequireKey(true)}, StageDecode, ReasonMissingKey},
 		{"missing key path", "k", `{"budget":"spring","user":null}`, []DecodeOpt{KeyPath("user"), RequireKey(true)}, StageDecode, ReasonMissingKey},
 		{"object key", "", `{"budget":"spring","user":{}}`, []DecodeOpt{KeyPath("user")}, StageDecode, ReasonKeyType},
@@ -135,12 +134,9 @@ func TestDecodeBadRecords(t *testing.T) {
 
 func TestDecoderConfigErrors(t *testing.T) {
 	for _, opts := range [][]DecodeOpt{{BudgetPath("")}, {MaxBytes(0)}, {MaxDepth(-1)}, {ScoreExpr("1 +")}} {
-		if _, err := NewDecoder(nil, opts...); err == nil {
+		if _, err := NewDecoder(opts...); err == nil {
 			t.Errorf("no error for %v", opts)
 		}
-	}
-	if _, err := NewDecoder([]string{"a", "a"}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("duplicate budgets: %v", err)
 	}
 }
 
@@ -182,7 +178,7 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte("key"), []byte(s))
 	}
-	d, err := NewDecoder(testBudgets, KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + 1"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
+	d, err := NewDecoder(KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + 1"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -198,9 +194,6 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("error %v is not a complete *RecordError", err)
 			}
 			return
-		}
-		if got.BudgetIndex < 0 || testBudgets[got.BudgetIndex] != got.Budget {
-			t.Fatalf("budget %q index %d", got.Budget, got.BudgetIndex)
 		}
 		if got.Score < 0 || got.Score != got.Score {
 			t.Fatalf("score %v", got.Score)

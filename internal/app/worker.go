@@ -118,7 +118,7 @@ func decoder(c *config.Config, more ...decode.DecodeOpt) (*decode.Decoder, error
 	if f.Budget != "" {
 		dopts = append(dopts, decode.BudgetPath(f.Budget))
 	}
-	return decode.NewDecoder(nil, append(dopts, more...)...)
+	return decode.NewDecoder(append(dopts, more...)...)
 }
 
 // workerOpts returns the worker options of the configuration but the

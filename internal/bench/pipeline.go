@@ -135,7 +135,7 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 	if err != nil {
 		return nil, err
 	}
-	dec, err := newDecoder(budgets, decOpts...)
+	dec, err := newDecoder(decOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -150,13 +150,9 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 	)
 }
 
-// newDecoder returns the pipeline's decoder of budgets' events.
-func newDecoder(budgets []flow.Budget, decOpts ...decode.DecodeOpt) (*decode.Decoder, error) {
-	names := make([]string, len(budgets))
-	for i, b := range budgets {
-		names[i] = b.Name
-	}
-	return decode.NewDecoder(names, append([]decode.DecodeOpt{
+// newDecoder returns the pipeline's decoder of the load generator's events.
+func newDecoder(decOpts ...decode.DecodeOpt) (*decode.Decoder, error) {
+	return decode.NewDecoder(append([]decode.DecodeOpt{
 		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
 }
 
