@@ -1,13 +1,20 @@
 package config
 
-import "time"
+import (
+	"time"
 
-// Defaults of the optional fields.
+	"github.com/throttler/throttler/internal/defaults"
+)
+
+// Defaults of the optional fields. Group, SyncInterval and CommitInterval
+// are package consumer's (consumer.DefaultGroup, …, the same values), so
+// that a field left out of the file runs as an option left out of
+// consumer.NewWorker.
 const (
-	DefaultGroup          = "throttler"
+	DefaultGroup          = defaults.Group
 	DefaultDelivery       = DeliveryExactlyOnce
-	DefaultSyncInterval   = time.Second
-	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultSyncInterval   = defaults.SyncInterval
+	DefaultCommitInterval = defaults.CommitInterval
 	DefaultHTTPListen     = "127.0.0.1:9090"
 	DefaultLogFormat      = "json"
 	DefaultLogLevel       = "info"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/defaults"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
@@ -66,11 +67,12 @@ const (
 	DefaultQueueBatches = 4
 )
 
-// Defaults of the worker options.
+// Defaults of the worker options. Group, CommitInterval and SyncInterval
+// are also the config file's (config.DefaultGroup, …, the same values).
 const (
-	DefaultGroup          = "throttler"
-	DefaultCommitInterval = 100 * time.Millisecond
-	DefaultSyncInterval   = time.Second
+	DefaultGroup          = defaults.Group
+	DefaultCommitInterval = defaults.CommitInterval
+	DefaultSyncInterval   = defaults.SyncInterval
 	// DefaultSeriesIdle: the metric series of a budget not active on the
 	// worker for this long are deleted.
 	DefaultSeriesIdle = time.Minute
@@ -122,7 +124,7 @@ type cfg struct {
 	restarts         int
 	restartSpan      time.Duration
 	restartPause     time.Duration
-	rewardDecoding   []decode.DecodeOpt
+	rewardDecoding   []decode.Opt
 	readyChecks      []func() error
 	parkRetry        time.Duration
 }
@@ -408,7 +410,7 @@ func SessionRestarts(max int, span, pause time.Duration) Opt {
 // budget path (RewardPaths) and the input decoder's size and depth
 // limits: the reward topics' formats and schemas, and for Avro and
 // Protobuf the value path (decode.Paths). Default none.
-func RewardDecoding(opts ...decode.DecodeOpt) Opt {
+func RewardDecoding(opts ...decode.Opt) Opt {
 	return optFunc(func(c *cfg) { c.rewardDecoding = append(c.rewardDecoding, opts...) })
 }
 

@@ -150,7 +150,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 			w.shortestDelay.Store(int64(b.Period))
 		}
 	}
-	rd, err := decode.NewDecoder(append([]decode.DecodeOpt{decode.BudgetPath(c.rewardBudgetPath),
+	rd, err := decode.NewDecoder(append([]decode.Opt{decode.BudgetPath(c.rewardBudgetPath),
 		decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth())}, c.rewardDecoding...)...)
 	if err != nil {
 		return nil, err

@@ -82,14 +82,14 @@ type Decoder struct {
 }
 
 // NewDecoder returns a decoder of opts (the field paths, limits and
-// formats; see DecodeOpt). It accepts every budget name: which budgets
+// formats; see Opt). It accepts every budget name: which budgets
 // exist is the caller's to tell (the worker's decide stage asks its flow
 // tree, whose budgets change while it runs). Invalid options give a
 // *ConfigError wrapping ErrInvalidConfig.
-func NewDecoder(opts ...DecodeOpt) (*Decoder, error) {
+func NewDecoder(opts ...Opt) (*Decoder, error) {
 	c := decodeCfg{budgetPath: DefaultBudgetPath, maxBytes: DefaultMaxBytes, maxDepth: DefaultMaxDepth}
 	for _, o := range opts {
-		o.applyDecode(&c)
+		o.apply(&c)
 	}
 	d := &Decoder{cfg: c}
 	switch {

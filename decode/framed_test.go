@@ -58,9 +58,9 @@ func frame(id int, index []int, payload []byte) []byte {
 
 // framedDecoder returns a decoder of topic "t" in format f with the
 // event paths the tests use.
-func framedDecoder(t testing.TB, f Format, s Schemas, opts ...DecodeOpt) *Decoder {
+func framedDecoder(t testing.TB, f Format, s Schemas, opts ...Opt) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(append([]DecodeOpt{WithFormat(f), WithSchemas(s),
+	d, err := NewDecoder(append([]Opt{WithFormat(f), WithSchemas(s),
 		BudgetPath("campaign"), KeyPath("user.id"), IDPath("id"), TimePath("ts"),
 		ScoreExpr("score * (1 + clicks)"), Paths("user.tier", "ref", "a")}, opts...)...)
 	if err != nil {

@@ -45,7 +45,7 @@ func testSplitter(t *testing.T) *splitter.Splitter {
 
 var testBudgets = []string{"spring", "summer"}
 
-func newTestDecoder(t testing.TB, opts ...decode.DecodeOpt) *decode.Decoder {
+func newTestDecoder(t testing.TB, opts ...decode.Opt) *decode.Decoder {
 	t.Helper()
 	d, err := decode.NewDecoder(opts...)
 	if err != nil {

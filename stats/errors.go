@@ -3,6 +3,8 @@ package stats
 import (
 	"errors"
 	"fmt"
+
+	"github.com/throttler/throttler/internal/configerr"
 )
 
 // Sentinel errors, for errors.Is. Every error this package returns wraps one
@@ -22,10 +24,12 @@ var (
 	// ledger record, a source name that is not "topic/partition".
 	ErrInvalidReport = errors.New("invalid report")
 
-	// ErrInvalidConfig is returned by constructors given an unusable
-	// argument or option: an empty topic name, a nil collaborator, a kgo
-	// client configured for a consumer group.
-	ErrInvalidConfig = errors.New("invalid configuration")
+	// ErrInvalidConfig is wrapped by the errors of constructors given an
+	// unusable argument or option: an empty topic name, a nil
+	// collaborator, a kgo client configured for a consumer group. It is
+	// the one sentinel of configuration errors (decode.ErrInvalidConfig
+	// is the same value).
+	ErrInvalidConfig = configerr.ErrInvalid
 
 	// ErrTopicNotFound is wrapped by a TopicError when a topic (or the
 	// partition asked for) does not exist.

@@ -93,7 +93,7 @@ type ViewStats struct {
 //
 // NewView fails with a *TopicError wrapping ErrTopicNotFound when the topic
 // does not exist: create it first with EnsureTopics.
-func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Opt) (*View, error) {
+func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...ViewOpt) (*View, error) {
 	c := defaultCfg()
 	for _, o := range opts {
 		o.apply(&c)

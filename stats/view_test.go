@@ -55,7 +55,7 @@ func (w worker) reports(round uint64) []flow.Report {
 	return out
 }
 
-func newView(t testing.TB, conn []kgo.Opt, topic string, opts ...Opt) *View {
+func newView(t testing.TB, conn []kgo.Opt, topic string, opts ...ViewOpt) *View {
 	t.Helper()
 	v, err := NewView(testCtx(t), topic, conn, opts...)
 	if err != nil {

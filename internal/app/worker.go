@@ -109,9 +109,9 @@ func NewWorker(c *config.Config, opts ...consumer.Opt) (*consumer.Worker, *flow.
 // options (the formats'). It accepts every budget name: the worker's flow
 // tree says which exist (its decide stage dead-letters the others), and
 // they change while it runs.
-func decoder(c *config.Config, more ...decode.DecodeOpt) (*decode.Decoder, error) {
+func decoder(c *config.Config, more ...decode.Opt) (*decode.Decoder, error) {
 	f := c.Fields
-	dopts := []decode.DecodeOpt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
+	dopts := []decode.Opt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
 		// Experiments bucket events by key: a keyless event is a bad
 		// record rather than one that escapes bucketing unseen.
 		decode.RequireKey(len(c.Layers) > 0)}

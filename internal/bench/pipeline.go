@@ -129,7 +129,7 @@ func logCommits(log zerolog.Logger, w *consumer.Worker) {
 // made up over the whole window rather than over three sync intervals
 // (the start-up time of the worker counts as lag, which would otherwise
 // make it pass nearly everything).
-func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config, now time.Time, expectRPS float64, decOpts ...decode.DecodeOpt) (*consumer.Worker, error) {
+func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config, now time.Time, expectRPS float64, decOpts ...decode.Opt) (*consumer.Worker, error) {
 	budgets := c.budgets(now, expectRPS)
 	tree, err := flow.NewTree(budgets, flow.Acceleration(time.Hour), flow.SyncInterval(c.SyncInterval))
 	if err != nil {
@@ -151,8 +151,8 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 }
 
 // newDecoder returns the pipeline's decoder of the load generator's events.
-func newDecoder(decOpts ...decode.DecodeOpt) (*decode.Decoder, error) {
-	return decode.NewDecoder(append([]decode.DecodeOpt{
+func newDecoder(decOpts ...decode.Opt) (*decode.Decoder, error) {
+	return decode.NewDecoder(append([]decode.Opt{
 		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
 }
 

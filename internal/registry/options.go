@@ -2,12 +2,13 @@ package registry
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/throttler/throttler/internal/configerr"
 )
 
 // Defaults of the options.
@@ -25,8 +26,9 @@ const (
 	DefaultLookupBurst = 50
 )
 
-// ErrConfig is wrapped by New's errors about its arguments.
-var ErrConfig = errors.New("invalid schema registry configuration")
+// ErrConfig is wrapped by New's errors about its arguments: the one
+// sentinel of configuration errors (decode.ErrInvalidConfig).
+var ErrConfig = configerr.ErrInvalid
 
 // Opt configures a Source.
 type Opt interface{ apply(*cfg) }
@@ -58,15 +60,15 @@ func defaultCfg() cfg {
 func (c *cfg) validate(urls []string) error {
 	switch {
 	case len(urls) == 0:
-		return fmt.Errorf("%w: no URL", ErrConfig)
+		return fmt.Errorf("%w: schema registry: no URL", ErrConfig)
 	case c.requestTimeout <= 0 || c.wait < 0 || c.unknownFor < 0:
-		return fmt.Errorf("%w: timeouts must be positive", ErrConfig)
+		return fmt.Errorf("%w: schema registry: timeouts must be positive", ErrConfig)
 	case c.minBackoff <= 0 || c.maxBackoff < c.minBackoff:
-		return fmt.Errorf("%w: backoff from %v to %v", ErrConfig, c.minBackoff, c.maxBackoff)
+		return fmt.Errorf("%w: schema registry: backoff from %v to %v", ErrConfig, c.minBackoff, c.maxBackoff)
 	case c.now == nil:
-		return fmt.Errorf("%w: nil clock", ErrConfig)
+		return fmt.Errorf("%w: schema registry: nil clock", ErrConfig)
 	case c.maxIDs < 1 || !(c.lookups > 0) || c.lookupBurst < 1:
-		return fmt.Errorf("%w: ids kept, lookups and their burst must be positive", ErrConfig)
+		return fmt.Errorf("%w: schema registry: ids kept, lookups and their burst must be positive", ErrConfig)
 	}
 	return nil
 }
