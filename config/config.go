@@ -91,12 +91,6 @@ type Topics struct {
 	// Stats is the compacted topic of the counter exchange. Default
 	// "<group>.stats".
 	Stats string `yaml:"stats"`
-	// Checkpoints is the checkpoint topic of versions before the ledger
-	// (the stats topic now carries each partition's counters). Deprecated:
-	// never written; read only, once, for a partition that has no ledger
-	// yet, to carry its counters over (see Deprecated). Default
-	// "<group>.checkpoints".
-	Checkpoints string `yaml:"checkpoints"`
 	// Caps is the compacted changelog of the caps' state, partitioned like
 	// the input. Default "<group>.caps".
 	Caps string `yaml:"caps"`

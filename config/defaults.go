@@ -1,14 +1,21 @@
 package config
 
-import "time"
+import (
+	"time"
 
-// Defaults of the optional fields.
+	"github.com/throttler/throttler/internal/defaults"
+)
+
+// Defaults of the optional fields. Group, SyncInterval and CommitInterval
+// are package consumer's (consumer.DefaultGroup, …, the same values), so
+// that a field left out of the file runs as an option left out of
+// consumer.NewWorker.
 const (
-	DefaultGroup          = "throttler"
+	DefaultGroup          = defaults.Group
 	DefaultDelivery       = DeliveryExactlyOnce
 	DefaultGroupProtocol  = GroupProtocolClassic
-	DefaultSyncInterval   = time.Second
-	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultSyncInterval   = defaults.SyncInterval
+	DefaultCommitInterval = defaults.CommitInterval
 	DefaultHTTPListen     = "127.0.0.1:9090"
 	DefaultLogFormat      = "json"
 	DefaultLogLevel       = "info"
@@ -37,9 +44,6 @@ func (c *Config) defaults() {
 	}
 	if c.Topics.Stats == "" {
 		c.Topics.Stats = c.Group + ".stats"
-	}
-	if c.Topics.Checkpoints == "" {
-		c.Topics.Checkpoints = c.Group + ".checkpoints"
 	}
 	c.capDefaults()
 	if c.Topics.Control == "" {

@@ -1,15 +1,21 @@
 package config
 
 import (
-	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/throttler/throttler/internal/configerr"
 )
 
 // ErrInvalid is wrapped by every Problem, so errors.Is(err, ErrInvalid)
 // reports whether Load, Parse, Validate or FlowBudgets rejected a config
-// (as opposed to, say, failing to read the file).
-var ErrInvalid = errors.New("invalid config")
+// (as opposed to, say, failing to read the file). It is the one sentinel
+// of configuration errors: decode.ErrInvalidConfig (and so
+// consumer.ErrInvalidConfig) is the same value.
+var ErrInvalid = configerr.ErrInvalid
+
+// invalidConfig begins the message of Problems.
+const invalidConfig = "invalid config"
 
 // Problem is one thing wrong with a config.
 type Problem struct {
@@ -74,13 +80,13 @@ type Problems []Problem
 // Error joins the problems: "invalid config: a: x; b: y".
 func (ps Problems) Error() string {
 	if len(ps) == 0 {
-		return ErrInvalid.Error()
+		return invalidConfig
 	}
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
 		msgs[i] = p.Error()
 	}
-	return ErrInvalid.Error() + ": " + strings.Join(msgs, "; ")
+	return invalidConfig + ": " + strings.Join(msgs, "; ")
 }
 
 // Unwrap returns each problem as an error, for errors.Is and errors.As.

@@ -29,7 +29,7 @@ func TestParseMinimalAppliesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Group != DefaultGroup || c.Topics.DeadLetter != "throttler.dead-letter" || c.Topics.Stats != "throttler.stats" ||
-		c.Topics.Checkpoints != "throttler.checkpoints" || c.Delivery != DeliveryExactlyOnce ||
+		c.Delivery != DeliveryExactlyOnce ||
 		c.SyncInterval != time.Second || c.CommitInterval != 100*time.Millisecond ||
 		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != "127.0.0.1:9090" || c.Log.Format != "json" || c.Log.Level != "info" {
 		t.Fatalf("defaults not applied: %+v", c)
@@ -39,7 +39,7 @@ func TestParseMinimalAppliesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Topics.DeadLetter != "g1.dead-letter" || c.Topics.Stats != "g1.stats" || c.Topics.Checkpoints != "g1.checkpoints" {
+	if c.Topics.DeadLetter != "g1.dead-letter" || c.Topics.Stats != "g1.stats" {
 		t.Fatalf("derived topics = %+v", c.Topics)
 	}
 }

@@ -15,7 +15,7 @@ const (
 	roleRead     topicRole = iota // input and reward topics
 	roleOutput                    // topics.output
 	roleRejected                  // topics.rejected
-	roleInternal                  // dead-letter, stats, checkpoints
+	roleInternal                  // dead-letter, stats, caps, control
 	roleVariant                   // an experiment variant's topic
 )
 
@@ -69,7 +69,6 @@ func (v *checker) topics(c *Config) {
 	use("topics.rejected", t.Rejected, roleRejected, false)
 	use("topics.dead_letter", t.DeadLetter, roleInternal, true)
 	use("topics.stats", t.Stats, roleInternal, true)
-	use("topics.checkpoints", t.Checkpoints, roleInternal, false) // deprecated: read only (Deprecated)
 	use("topics.caps", t.Caps, roleInternal, len(c.Caps) > 0)
 	use("topics.control", t.Control, roleInternal, false)
 	for i, l := range c.Layers {

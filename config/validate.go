@@ -19,7 +19,7 @@ import (
 // It checks: brokers non-empty and host:port each; topics.input non-empty;
 // topics.output set; topic names legal for Kafka; that no topic is used for
 // two roles that must not share one (outputs and internal topics differ
-// from inputs, the dead-letter, stats and checkpoint topics from every
+// from inputs, the dead-letter, stats, caps and control topics from every
 // other topic, output from rejected; a variant may use the output topic);
 // the delivery, kind and log enums; sync_interval at least 10ms and
 // commit_interval positive; fields.budget set, field paths well formed,

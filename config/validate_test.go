@@ -94,7 +94,6 @@ func TestValidateProblems(t *testing.T) {
 		{"reward topic is input", func(c *Config) { c.Topics.Rewards = []string{"events"} }, []want{{"topics.rewards[0]", "also topics.input[0]"}}},
 		{"stats is output", func(c *Config) { c.Topics.Stats = "passed" }, []want{{"topics.stats", "also topics.output"},
 			{"layers[0].experiments[0].variants[0].topic", "also topics.stats"}}},
-		{"checkpoints is stats", func(c *Config) { c.Topics.Checkpoints = c.Topics.Stats }, []want{{"topics.checkpoints", "also topics.stats"}}},
 		{"rejected is output", func(c *Config) { c.Topics.Rejected = "passed" }, []want{{"topics.rejected", "also topics.output"},
 			{"layers[0].experiments[0].variants[0].topic", "also topics.rejected"}}},
 		{"variant reads input", func(c *Config) { c.Layers[0].Experiments[0].Variants[1].Topic = "events" },
@@ -222,29 +221,20 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Topics.Stats != "throttler.stats" || c.Topics.DeadLetter != "throttler.dead-letter" ||
-		c.Topics.Checkpoints != "throttler.checkpoints" || c.SyncInterval != time.Second ||
+		c.SyncInterval != time.Second ||
 		c.CommitInterval != 100*time.Millisecond || c.Delivery != DeliveryExactlyOnce ||
 		c.Budgets[0].Kind != KindPasses || c.HTTP.Listen != "127.0.0.1:9090" || c.Log != (Log{"json", "info"}) {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 }
 
-// TestDeprecated: topics.checkpoints, set in a file, is accepted and named
-// as deprecated with its line; the default it gets otherwise is not.
-func TestDeprecated(t *testing.T) {
-	c := example(t)
-	if ds := c.Deprecated(); len(ds) != 0 {
-		t.Fatalf("the example: %v", ds)
-	}
-	c, err := Parse([]byte("brokers: [127.0.0.1:9092]\ntopics:\n  input: [in]\n  output: out\n  checkpoints: old.ckpt\nfields: {budget: b}\nbudgets:\n  - {name: b, target: 1, period: 1m}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := c.Deprecated()
-	if len(ds) != 1 || ds[0].Path != "topics.checkpoints" || ds[0].Line != 5 || !strings.Contains(ds[0].Reason, "no longer written") {
-		t.Fatalf("deprecated settings: %+v", ds)
-	}
-	if c.Topics.Checkpoints != "old.ckpt" {
-		t.Fatalf("topics.checkpoints = %q", c.Topics.Checkpoints)
+// TestRemovedField: topics.checkpoints, a field of builds that kept
+// counters in a checkpoint topic, is refused with the reason and its
+// line.
+func TestRemovedField(t *testing.T) {
+	_, err := Parse([]byte("brokers: [127.0.0.1:9092]\ntopics:\n  input: [in]\n  output: out\n  checkpoints: old.ckpt\nfields: {budget: b}\nbudgets:\n  - {name: b, target: 1, period: 1m}\n"))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Path != "topics.checkpoints" || ps[0].Line != 5 || !strings.Contains(ps[0].Reason, "no longer read") {
+		t.Fatalf("err = %v", err)
 	}
 }

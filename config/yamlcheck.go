@@ -127,7 +127,9 @@ func (s *schemaCheck) mapping(n *yaml.Node, t reflect.Type, path string) {
 		f, ok := fieldByKey(t, k.Value)
 		if !ok {
 			reason := "unknown field"
-			if m := suggest(k.Value, t); m != "" {
+			if why, gone := removedFields[p]; gone {
+				reason = why
+			} else if m := suggest(k.Value, t); m != "" {
 				reason += "; did you mean `" + m + "`?"
 				s.explained = append(s.explained, join(path, m))
 			}
@@ -274,4 +276,11 @@ func walk(n *yaml.Node, path string, fn func(path string, line int)) {
 			walk(c, p, fn)
 		}
 	}
+}
+
+// removedFields are the fields older files may still set, with what the
+// problem says instead of "unknown field".
+var removedFields = map[string]string{
+	"topics.checkpoints": "removed: the checkpoint topic is no longer read, each partition's counters are its ledger on the stats topic; " +
+		"delete this line (CHANGELOG.md says how to upgrade a deployment that still has one)",
 }

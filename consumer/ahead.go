@@ -19,7 +19,7 @@ import (
 // worker's time. The loop instead takes every buffered record whenever its
 // own queue is empty, so that kgo fetches and decodes the next response
 // while the partitions process the queue, and still dispatches at most
-// maxPollRecords a poll: units of work keep their size and cadence. At
+// DefaultMaxPollRecords a poll: units of work keep their size and cadence. At
 // most one response waits in the queue beside the one kgo buffers.
 //
 // Queued records are polled but not processed, and kgo commits the

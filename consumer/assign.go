@@ -82,9 +82,6 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 	load.parts = w.partitionCounts(ctx, cl, topics)
 	for attempt := 1; ; attempt++ {
 		load.states, load.err = stats.LoadLedgersWithin(ctx, w.cfg.clientOpts, w.cfg.topics.Stats, w.inputEnds, sources...)
-		if load.err == nil {
-			load.err = w.carryOver(ctx, cl, load.states)
-		}
 		if load.err == nil || ctx.Err() != nil || attempt == 5 {
 			break
 		}
@@ -97,38 +94,6 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 	if load.err != nil {
 		load.err = fmt.Errorf("load ledgers: %w", load.err)
 	}
-}
-
-// carryOver restores the sources that have no ledger yet from the
-// checkpoint topic of the versions before the ledger (Topics.Checkpoints),
-// when it exists and holds a checkpoint of theirs: an upgraded deployment
-// continues its counters. The first commit of such a source writes its
-// ledger, which is used from then on.
-func (w *Worker) carryOver(ctx context.Context, cl *kgo.Client, states map[string]stats.LedgerState) error {
-	legacy := w.cfg.topics.Checkpoints
-	if legacy == "" {
-		return nil
-	}
-	n := w.partitionCounts(ctx, cl, []string{legacy})[legacy]
-	need := map[string]int32{}
-	for src, st := range states {
-		if _, p, err := stats.ParseSource(src); err == nil && st.Seq == 0 && int(p) < n {
-			need[src] = p
-		}
-	}
-	if len(need) == 0 {
-		return nil // no ledger missing, or no checkpoint topic
-	}
-	cps, err := stats.LoadCheckpoints(ctx, w.cfg.clientOpts, legacy, need)
-	if err != nil {
-		return fmt.Errorf("checkpoint topic %s (read once, to carry counters over to the ledger): %w", legacy, err)
-	}
-	for src, cp := range cps {
-		states[src] = stats.LedgerState{Source: src, Offset: cp.Offset, Reports: cp.Reports, Variants: cp.Variants}
-		w.log.Info().Str("source", src).Int64("offset", cp.Offset).Int("budgets", len(cp.Reports)).Str("topic", legacy).
-			Msg("counters carried over from the checkpoint topic to the partition's ledger")
-	}
-	return nil
 }
 
 // onRevoked stops the revoked partitions. With BlockRebalanceOnPoll they

@@ -22,7 +22,7 @@ func (env *testEnv) startCapWorker(t *testing.T, name string) *runningWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decode.NewDecoder([]string{"a"}, decode.KeyPath("user"), decode.IDPath("id"))
+	dec, err := decode.NewDecoder(decode.KeyPath("user"), decode.IDPath("id"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (env *testEnv) startDelayWorker(t *testing.T, name string, opts ...Opt) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decode.NewDecoder([]string{"d"}, decode.KeyPath("user"), decode.IDPath("id"))
+	dec, err := decode.NewDecoder(decode.KeyPath("user"), decode.IDPath("id"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (env *testEnv) startExperimentWorker(t *testing.T, name string, budgets []f
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decode.NewDecoder([]string{"a"}, decode.KeyPath("user"), decode.IDPath("id"), decode.RequireKey(true))
+	dec, err := decode.NewDecoder(decode.KeyPath("user"), decode.IDPath("id"), decode.RequireKey(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,7 @@ func (w *Worker) ledgerOpts() []stats.LedgerOpt {
 // ledgerRecords returns the partition's ledger records for the unit of
 // work at now (nil when it has nothing to write): the changes of a
 // touched partition, the budgets to drop, or a heartbeat at a sync when
-// one is due. With its first records it tombstones the source's records
-// of the kinds the ledger replaces (kind 1 and 3), once. The partition
-// must be idle and started.
+// one is due. The partition must be idle and started.
 func (p *partition) ledgerRecords(now time.Time, sync bool) ([]*kgo.Record, error) {
 	drop := p.drops.take(p.w)
 	if !p.touched && len(drop) == 0 && !(sync && p.led.Due(now)) {
@@ -47,13 +45,7 @@ func (p *partition) ledgerRecords(now time.Time, sync bool) ([]*kgo.Record, erro
 	if err == nil && len(recs) == 0 {
 		p.src.Published() // what Changed listed equals the committed values
 	}
-	if err != nil || len(recs) == 0 || p.legacyDone {
-		return recs, err
-	}
-	for _, k := range p.w.view.LegacyKeys(p.source) {
-		recs = append(recs, p.w.pub.TombstoneKey(k))
-	}
-	return recs, nil
+	return recs, err
 }
 
 // ledgerCommitted makes the records ledgerRecords returned the partition's
@@ -62,7 +54,6 @@ func (p *partition) ledgerCommitted(now time.Time) {
 	p.led.Committed()
 	p.src.Published()
 	p.drops.committed()
-	p.legacyDone = true
 	p.commitOffset, p.committedAt = p.led.Offset(), now
 }
 

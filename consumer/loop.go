@@ -5,8 +5,8 @@ import (
 )
 
 // loop polls (ahead: see pollAhead), dispatches batches of at most
-// maxPollRecords to partition goroutines and commits every commit
-// interval or commit-records records. On ctx's end it commits what was
+// DefaultMaxPollRecords to partition goroutines and commits every commit
+// interval or DefaultCommitRecords records. On ctx's end it commits what was
 // processed and returns.
 func (w *Worker) loop(ctx context.Context) error {
 	w.ahead = pollAhead{} // a new session: nothing polled yet
@@ -25,8 +25,8 @@ func (w *Worker) loop(ctx context.Context) error {
 				break
 			}
 		}
-		pending += w.dispatch(w.cfg.maxPollRecords)
-		if now = w.cfg.now(); !now.Before(nextCommit) || pending >= w.cfg.commitRecords {
+		pending += w.dispatch(DefaultMaxPollRecords)
+		if now = w.cfg.now(); !now.Before(nextCommit) || pending >= DefaultCommitRecords {
 			if err := w.commit(); err != nil {
 				return err
 			}

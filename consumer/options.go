@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/defaults"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
@@ -46,26 +47,35 @@ type Topics struct {
 	DeadLetter string   // bad records; required
 	Stats      string   // compacted counter exchange and the partitions' ledgers; required
 	Control    string   // compacted budget changes (throttler budget set); "" for none
-	// Checkpoints is the checkpoint topic of versions before the ledger:
-	// never written, read only for a partition that has no ledger yet, to
-	// carry its counters over (once). "" for none.
-	//
-	// Deprecated: the stats topic carries each partition's ledger.
-	Checkpoints string
 }
 
-// Defaults of the worker options.
+// Limits of the worker that no option changes.
 const (
-	DefaultGroup          = "throttler"
-	DefaultCommitInterval = 100 * time.Millisecond
-	DefaultCommitRecords  = 20000
-	DefaultSyncInterval   = time.Second
+	// DefaultCommitRecords: a transaction (or an offset commit) closes
+	// early once this many records were polled in it.
+	DefaultCommitRecords = 20000
+	// DefaultTuneInterval: how often the flow tree re-tunes from local
+	// traffic.
+	DefaultTuneInterval = 100 * time.Millisecond
+	// DefaultMaxPollRecords bounds the records dispatched to the
+	// partitions per poll (the loop takes every record the client has
+	// buffered at once and dispatches them in polls of at most this many:
+	// see pollAhead).
+	DefaultMaxPollRecords = 10000
+	// DefaultQueueBatches: how many polled batches may wait for one
+	// partition's goroutine before polling blocks.
+	DefaultQueueBatches = 4
+)
+
+// Defaults of the worker options. Group, CommitInterval and SyncInterval
+// are also the config file's (config.DefaultGroup, …, the same values).
+const (
+	DefaultGroup          = defaults.Group
+	DefaultCommitInterval = defaults.CommitInterval
+	DefaultSyncInterval   = defaults.SyncInterval
 	// DefaultSeriesIdle: the metric series of a budget not active on the
 	// worker for this long are deleted.
-	DefaultSeriesIdle     = time.Minute
-	DefaultTuneInterval   = 100 * time.Millisecond
-	DefaultMaxPollRecords = 10000
-	DefaultQueueBatches   = 4
+	DefaultSeriesIdle = time.Minute
 	// GiveUp: a worker whose transactions keep aborting for refused
 	// produces stops after this many aborts over at least this long.
 	DefaultGiveUpAborts = 10
@@ -92,13 +102,9 @@ type cfg struct {
 	delivery         Delivery
 	txnID            string
 	commitInterval   time.Duration
-	commitRecords    int
 	syncInterval     time.Duration
 	laneIdle         time.Duration // 0: 3 sync intervals
 	seriesIdle       time.Duration
-	tuneInterval     time.Duration
-	maxPollRecords   int
-	queueBatches     int
 	pipeline         func(*pipeline.Pipeline) error
 	splitter         *splitter.Splitter
 	rewardBudgetPath string
@@ -109,7 +115,6 @@ type cfg struct {
 	now              func() time.Time
 	listen           string
 	httpSec          HTTPSecurity
-	ensureTopics     bool
 	caps             *capsCfg
 	variantLimits    []pipeline.VariantLimit
 	dedupWindow      int
@@ -119,7 +124,7 @@ type cfg struct {
 	restarts         int
 	restartSpan      time.Duration
 	restartPause     time.Duration
-	rewardDecoding   []decode.DecodeOpt
+	rewardDecoding   []decode.Opt
 	readyChecks      []func() error
 	parkRetry        time.Duration
 }
@@ -129,18 +134,13 @@ func defaultCfg() cfg {
 		group:            DefaultGroup,
 		delivery:         ExactlyOnce,
 		commitInterval:   DefaultCommitInterval,
-		commitRecords:    DefaultCommitRecords,
 		syncInterval:     DefaultSyncInterval,
 		seriesIdle:       DefaultSeriesIdle,
-		tuneInterval:     DefaultTuneInterval,
-		maxPollRecords:   DefaultMaxPollRecords,
-		queueBatches:     DefaultQueueBatches,
 		rewardBudgetPath: decode.DefaultBudgetPath,
 		parkRetry:        DefaultParkRetry,
 		maxReward:        flow.DefaultMaxReward,
 		log:              zerolog.Nop(),
 		now:              time.Now,
-		ensureTopics:     true,
 		giveUpAborts:     DefaultGiveUpAborts,
 		giveUpAfter:      DefaultGiveUpAfter,
 		restarts:         DefaultSessionRestarts,
@@ -166,18 +166,10 @@ func (c *cfg) validate() error {
 		return bad("WithTopics", "no stats topic")
 	case c.commitInterval <= 0:
 		return bad("CommitInterval", "must be positive")
-	case c.commitRecords <= 0:
-		return bad("CommitRecords", "must be positive")
 	case c.syncInterval <= 0:
 		return bad("SyncInterval", "must be positive")
-	case c.tuneInterval <= 0:
-		return bad("TuneInterval", "must be positive")
 	case c.laneIdle < 0 || c.seriesIdle <= 0:
 		return bad("LaneIdle", "lane and series idle spans must be positive")
-	case c.maxPollRecords <= 0:
-		return bad("MaxPollRecords", "must be positive")
-	case c.queueBatches <= 0:
-		return bad("QueueBatches", "must be positive")
 	case c.delivery > AtLeastOnce:
 		return bad("WithDelivery", "unknown delivery")
 	case c.now == nil:
@@ -260,10 +252,6 @@ func TransactionalID(id string) Opt { return optFunc(func(c *cfg) { c.txnID = id
 // closes. Default DefaultCommitInterval (100ms).
 func CommitInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.commitInterval = d }) }
 
-// CommitRecords closes a transaction early once this many records were
-// polled in it. Default DefaultCommitRecords (20000).
-func CommitRecords(n int) Opt { return optFunc(func(c *cfg) { c.commitRecords = n }) }
-
 // SyncInterval sets how often the worker re-tunes from its peers' counters
 // on the stats topic, writes the heartbeats of its idle partitions and its
 // status (its partitions write their changed counters at every commit).
@@ -290,20 +278,6 @@ func LaneIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.laneIdle = 
 // a scrape every 15 s still sees a budget's last counts before its series
 // go.
 func SeriesIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.seriesIdle = d }) }
-
-// TuneInterval sets how often the flow tree re-tunes from local traffic.
-// Default DefaultTuneInterval (100ms).
-func TuneInterval(d time.Duration) Opt { return optFunc(func(c *cfg) { c.tuneInterval = d }) }
-
-// MaxPollRecords bounds the records dispatched to the partitions per poll
-// (the loop takes every record the client has buffered at once and
-// dispatches them in polls of at most this many: see pollAhead). Default
-// DefaultMaxPollRecords (10000).
-func MaxPollRecords(n int) Opt { return optFunc(func(c *cfg) { c.maxPollRecords = n }) }
-
-// QueueBatches sets how many polled batches may wait for one partition's
-// goroutine before polling blocks. Default DefaultQueueBatches (4).
-func QueueBatches(n int) Opt { return optFunc(func(c *cfg) { c.queueBatches = n }) }
 
 // WithSplitter sets the experiment splitter. Default nil: no experiments.
 func WithSplitter(s *splitter.Splitter) Opt { return optFunc(func(c *cfg) { c.splitter = s }) }
@@ -339,11 +313,6 @@ func HTTPListen(addr string) Opt { return optFunc(func(c *cfg) { c.listen = addr
 // HTTP server (HTTPListen). Default: plain HTTP without credentials,
 // answering IP addresses and loopback names only.
 func HTTPGuard(s HTTPSecurity) Opt { return optFunc(func(c *cfg) { c.httpSec = s }) }
-
-// EnsureTopics makes Run create the stats topic (and the caps' changelog,
-// the control topic and the output topics) when they are missing
-// (stats.EnsureTopics). Default true.
-func EnsureTopics(on bool) Opt { return optFunc(func(c *cfg) { c.ensureTopics = on }) }
 
 // ClientTuning returns the kgo options the worker puts before ClientOpts on
 // its consuming client (ClientOpts may override them). Exported so that a
@@ -441,7 +410,7 @@ func SessionRestarts(max int, span, pause time.Duration) Opt {
 // budget path (RewardPaths) and the input decoder's size and depth
 // limits: the reward topics' formats and schemas, and for Avro and
 // Protobuf the value path (decode.Paths). Default none.
-func RewardDecoding(opts ...decode.DecodeOpt) Opt {
+func RewardDecoding(opts ...decode.Opt) Opt {
 	return optFunc(func(c *cfg) { c.rewardDecoding = append(c.rewardDecoding, opts...) })
 }
 

@@ -19,7 +19,7 @@ func TestMetadataMinAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decode.NewDecoder([]string{"a", "b"})
+	dec, err := decode.NewDecoder()
 	if err != nil {
 		t.Fatal(err)
 	}

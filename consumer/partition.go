@@ -69,7 +69,6 @@ type partition struct {
 	variants   variantState
 	out        []*kgo.Record // outputs not handed to the producer goroutine yet (emit)
 	reps       []flow.Report // Source.Changed's, reused
-	legacyDone bool          // the source's kind-1 and kind-3 keys were tombstoned
 	rewardScan *decode.Scan  // the reward decoder's, in the topic's format
 	parkAt     int64         // parked: the offset it holds at (-1 before its first record; park.go)
 	parkEpoch  int32
@@ -90,7 +89,7 @@ func (w *Worker) newPartition(topic string, id int32, reward bool, load *ledgerL
 		id:     id,
 		source: stats.SourceName(topic, id),
 		reward: reward,
-		in:     make(chan batch, w.cfg.queueBatches),
+		in:     make(chan batch, DefaultQueueBatches),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		lag:    w.m.consumerLag.WithLabelValues(topic, strconv.Itoa(int(id))),
@@ -361,7 +360,7 @@ func (p *partition) processReward(r *kgo.Record, now time.Time) {
 	if p.rewardScan == nil {
 		p.rewardScan = w.rewardDec.NewScan(p.topic)
 	}
-	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, p.rewardScan, nil); err != nil {
+	if err := w.rewardDec.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, p.rewardScan); err != nil {
 		if we, ok := err.(*decode.WaitError); ok { // its schema: wait
 			e.RetryAt = now.Add(we.RetryAfter)
 			p.holdBack(r, e)

@@ -28,7 +28,7 @@ func TestLateProduceErrorAbortsTransaction(t *testing.T) {
 	const n = 2000
 	recs, bad := eventRecords(0, n)
 	w := env.startWorker(t, "w1")
-	waitReady(t, w.w) // the checkpoint topic exists
+	waitReady(t, w.w) // the stats topic exists
 	out := env.cluster.TopicInfo("out").TopicID
 	commits := func() uint64 { return sampleCount(w.w.m.commitSeconds.WithLabelValues("wait")) }
 

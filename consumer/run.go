@@ -42,10 +42,8 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if err := kafkacheck.Check(ctx, w.cfg.clientOpts, connCheckTimeout); kafkacheck.Fatal(err) {
 		return stoppedOr(ctx, err)
 	}
-	if w.cfg.ensureTopics {
-		if err := w.ensureTopics(ctx); err != nil {
-			return stoppedOr(ctx, err)
-		}
+	if err := w.ensureTopics(ctx); err != nil {
+		return stoppedOr(ctx, err)
 	}
 	stopAll, err := w.startView(ctx)
 	defer stopAll()
@@ -161,6 +159,11 @@ func (w *Worker) fail(err error) {
 	}
 }
 
+// ensureTopics checks that the consumed topics exist and creates, when
+// missing, the topics the worker writes to: the stats topic (as many
+// partitions as the largest consumed topic; an existing one with fewer is
+// an error), the control topic, the caps' changelogs and the output,
+// rejected, dead-letter and variant topics.
 func (w *Worker) ensureTopics(ctx context.Context) error {
 	cl, err := kgo.NewClient(w.cfg.clientOpts...)
 	if err != nil {
@@ -240,7 +243,7 @@ func (w *Worker) newSession() (session, error) {
 // longer active here (metrics.sweep).
 func (w *Worker) tuner(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(w.cfg.tuneInterval)
+	t := time.NewTicker(DefaultTuneInterval)
 	defer t.Stop()
 	var lastGauges time.Time
 	var skipped uint64

@@ -131,7 +131,6 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	}
 	// Ahead of the caller's options, which may set another.
 	c.clientOpts = append([]kgo.Opt{kgo.MetadataMinAge(MetadataMinAge)}, c.clientOpts...)
-	dec = dec.WithoutBudgets()
 	w := &Worker{
 		cfg:     c,
 		tree:    tree,
@@ -151,7 +150,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 			w.shortestDelay.Store(int64(b.Period))
 		}
 	}
-	rd, err := decode.NewDecoder(nil, append([]decode.DecodeOpt{decode.BudgetPath(c.rewardBudgetPath),
+	rd, err := decode.NewDecoder(append([]decode.Opt{decode.BudgetPath(c.rewardBudgetPath),
 		decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth())}, c.rewardDecoding...)...)
 	if err != nil {
 		return nil, err

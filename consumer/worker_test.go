@@ -161,7 +161,7 @@ func (env *testEnv) newWorker(t *testing.T, name string, opts ...Opt) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decode.NewDecoder([]string{"a", "b"}, decode.KeyPath("user"), decode.IDPath("id"), decode.ScorePath("score"), decode.RequireKey(true))
+	dec, err := decode.NewDecoder(decode.KeyPath("user"), decode.IDPath("id"), decode.ScorePath("score"), decode.RequireKey(true))
 	if err != nil {
 		t.Fatal(err)
 	}

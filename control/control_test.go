@@ -110,36 +110,36 @@ func TestState(t *testing.T) {
 	base := []flow.Budget{{Name: "b", Target: 10, Period: time.Minute}, {Name: "a", Target: 10, Period: time.Minute}}
 	s := NewState(base)
 	// A child before its parent waits, then applies with the parent.
-	acc, wait := s.Apply(set("child", 5, "new"), try)
-	if len(acc) != 0 || wait["child"] == nil || names(s.Budgets()) != "b,a" {
-		t.Fatalf("child first: accepted %v, waiting %v, budgets %s", acc, wait, names(s.Budgets()))
+	acc, wait := s.apply(set("child", 5, "new"), try)
+	if len(acc) != 0 || wait["child"] == nil || names(s.budgets()) != "b,a" {
+		t.Fatalf("child first: accepted %v, waiting %v, budgets %s", acc, wait, names(s.budgets()))
 	}
-	acc, wait = s.Apply(set("new", 50, ""), try)
-	if len(acc) != 2 || len(wait) != 0 || names(s.Budgets()) != "b,a,child,new" {
-		t.Fatalf("parent: accepted %v, waiting %v, budgets %s", acc, wait, names(s.Budgets()))
+	acc, wait = s.apply(set("new", 50, ""), try)
+	if len(acc) != 2 || len(wait) != 0 || names(s.budgets()) != "b,a,child,new" {
+		t.Fatalf("parent: accepted %v, waiting %v, budgets %s", acc, wait, names(s.budgets()))
 	}
 	// A config budget replaced, then deleted, then reset to the file's.
-	s.Apply(set("a", 99, ""), try)
-	if got := s.Budgets()[1].Target; got != 99 {
+	s.apply(set("a", 99, ""), try)
+	if got := s.budgets()[1].Target; got != 99 {
 		t.Fatalf("a's target %v, want 99", got)
 	}
-	s.Apply(Record{Name: "a", Op: OpDelete}, try)
-	if names(s.Budgets()) != "b,child,new" {
-		t.Fatalf("after deleting a: %s", names(s.Budgets()))
+	s.apply(Record{Name: "a", Op: OpDelete}, try)
+	if names(s.budgets()) != "b,child,new" {
+		t.Fatalf("after deleting a: %s", names(s.budgets()))
 	}
-	s.Apply(Record{Name: "a", Op: OpReset}, try)
-	if bs := s.Budgets(); names(bs) != "b,a,child,new" || bs[1].Target != 10 {
+	s.apply(Record{Name: "a", Op: OpReset}, try)
+	if bs := s.budgets(); names(bs) != "b,a,child,new" || bs[1].Target != 10 {
 		t.Fatalf("after resetting a: %+v", bs)
 	}
 	// Deleting a parent still in use waits; the parent stays.
-	_, wait = s.Apply(Record{Name: "new", Op: OpDelete}, try)
-	if wait["new"] == nil || names(s.Budgets()) != "b,a,child,new" {
-		t.Fatalf("delete a parent: waiting %v, budgets %s", wait, names(s.Budgets()))
+	_, wait = s.apply(Record{Name: "new", Op: OpDelete}, try)
+	if wait["new"] == nil || names(s.budgets()) != "b,a,child,new" {
+		t.Fatalf("delete a parent: waiting %v, budgets %s", wait, names(s.budgets()))
 	}
 	// Once the child moves away, the deletion applies.
-	acc, _ = s.Apply(set("child", 5, "b"), try)
-	if len(acc) != 2 || names(s.Budgets()) != "b,a,child" {
-		t.Fatalf("child moved: accepted %v, budgets %s", acc, names(s.Budgets()))
+	acc, _ = s.apply(set("child", 5, "b"), try)
+	if len(acc) != 2 || names(s.budgets()) != "b,a,child" {
+		t.Fatalf("child moved: accepted %v, budgets %s", acc, names(s.budgets()))
 	}
 }
 

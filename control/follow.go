@@ -13,13 +13,13 @@ import (
 	"github.com/throttler/throttler/stats"
 )
 
-// ErrTopicNotFound is returned by Follow when the control topic does not
-// exist.
+// ErrTopicNotFound is returned by FollowBatches when the control topic
+// does not exist.
 var ErrTopicNotFound = errors.New("control topic not found")
 
 // Follower reads a control topic from its start and then follows it,
 // handing every record to its handler from one goroutine, in offset order
-// per partition. Create one with Follow or FollowBatches; Close it.
+// per partition. Create one with FollowBatches; Close it.
 type Follower struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
@@ -28,21 +28,12 @@ type Follower struct {
 	once   sync.Once
 }
 
-// Follow starts following topic with a client of its own, built from
-// clientOpts (connection options only: no consumer group). ctx bounds only
-// the start.
-func Follow(ctx context.Context, topic string, clientOpts []kgo.Opt, handle func(*kgo.Record)) (*Follower, error) {
-	return FollowBatches(ctx, topic, clientOpts, func(rs []*kgo.Record) {
-		for _, r := range rs {
-			handle(r)
-		}
-	})
-}
-
-// FollowBatches is Follow handing the records of each fetch together, so
-// that a reader can apply many records at once (a worker catching up on
-// 100,000 budget records applies them in a few batches, not one by one).
-// A batch is never empty.
+// FollowBatches starts following topic with a client of its own, built
+// from clientOpts (connection options only: no consumer group), handing
+// the records of each fetch together to handle, so that a reader can
+// apply many records at once (a worker catching up on 100,000 budget
+// records applies them in a few batches, not one by one). A batch is
+// never empty. ctx bounds only the start.
 func FollowBatches(ctx context.Context, topic string, clientOpts []kgo.Opt, handle func([]*kgo.Record)) (*Follower, error) {
 	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), clientOpts...),
 		kgo.ConsumeTopics(topic),
@@ -127,7 +118,7 @@ func (f *Follower) run(ctx context.Context, topic string, pending map[int32]int6
 }
 
 // WaitCaughtUp returns once every record that was in the topic when
-// Follow was called has been handled, or with ctx's error.
+// FollowBatches was called has been handled, or with ctx's error.
 func (f *Follower) WaitCaughtUp(ctx context.Context) error {
 	select {
 	case <-f.caught:

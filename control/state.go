@@ -2,7 +2,6 @@ package control
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/throttler/throttler/flow"
 )
@@ -27,8 +26,7 @@ import (
 //
 // Cost: ApplyBatch costs O(records) plus the calls of try (one for a batch
 // that is accepted whole; O(k log n) for k records at fault among n), and
-// a Batch's Changes are O(its records); only Batch.Budgets and
-// State.Budgets are O(budgets).
+// a Batch's Changes are O(its records); nothing is O(budgets).
 //
 // Not safe for concurrent use.
 type State struct {
@@ -46,9 +44,6 @@ func NewState(base []flow.Budget) *State {
 	}
 	return s
 }
-
-// Budgets returns the budgets in force. It costs O(budgets).
-func (s *State) Budgets() []flow.Budget { return s.overlay(nil) }
 
 // Budget returns the budget of that name in force, if any, in O(1).
 func (s *State) Budget(name string) (flow.Budget, bool) { return s.after(name, nil) }
@@ -70,32 +65,6 @@ func (s *State) after(name string, over map[string]Record) (flow.Budget, bool) {
 		return s.base[i], true
 	}
 	return flow.Budget{}, false
-}
-
-// overlay returns the budgets in force once the records of over are
-// accepted: the base in order, then the added budgets by name.
-func (s *State) overlay(over map[string]Record) []flow.Budget {
-	out := make([]flow.Budget, 0, len(s.base)+len(s.accepted)+len(over))
-	for _, b := range s.base {
-		if a, ok := s.after(b.Name, over); ok {
-			out = append(out, a)
-		}
-	}
-	var added []flow.Budget
-	addFrom := func(rs map[string]Record, skip map[string]Record) {
-		for name, r := range rs {
-			if _, inBase := s.baseAt[name]; inBase || r.Op != OpSet {
-				continue
-			}
-			if _, replaced := skip[name]; !replaced {
-				added = append(added, r.Budget.Flow())
-			}
-		}
-	}
-	addFrom(s.accepted, over)
-	addFrom(over, nil)
-	sort.Slice(added, func(i, j int) bool { return added[i].Name < added[j].Name })
-	return append(out, added...)
 }
 
 // Change is one budget's change: its new definition, or its deletion
@@ -120,10 +89,6 @@ type Batch struct {
 // budget not in force) gives no change. O(records).
 func (b *Batch) Changes() []Change { return b.changes }
 
-// Budgets returns the whole set of budgets the batch would leave in force
-// (for a flow.Tree.Update); it costs O(budgets).
-func (b *Batch) Budgets() []flow.Budget { return b.s.overlay(b.records) }
-
 func (s *State) batch(rs []Record) *Batch {
 	b := &Batch{s: s, records: make(map[string]Record, len(rs))}
 	for _, r := range rs {
@@ -135,12 +100,6 @@ func (s *State) batch(rs []Record) *Batch {
 		}
 	}
 	return b
-}
-
-// Apply takes in one record r, with try judging the whole set of budgets
-// it would give: ApplyBatch of r alone.
-func (s *State) Apply(r Record, try func([]flow.Budget) error) (accepted []Record, waiting map[string]error) {
-	return s.ApplyBatch([]Record{r}, func(b *Batch) error { return try(b.Budgets()) })
 }
 
 // ApplyBatch takes in the records rs, in the order they were read: of

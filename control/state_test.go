@@ -12,7 +12,7 @@ import (
 func tryTree(calls *int) func(*Batch) error {
 	return func(b *Batch) error {
 		*calls++
-		return try(b.Budgets())
+		return try(b.budgets())
 	}
 }
 
@@ -31,7 +31,7 @@ func TestApplyBatchWhole(t *testing.T) {
 	if b, ok := s.Budget("c0000"); !ok || b.Target != 7 {
 		t.Fatalf("c0000 = %+v, %v: want the batch's last record", b, ok)
 	}
-	if got := len(s.Budgets()); got != 1002 {
+	if got := len(s.budgets()); got != 1002 {
 		t.Fatalf("%d budgets, want 1002", got)
 	}
 }
@@ -88,7 +88,7 @@ func TestBatchChanges(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("changes\n%v\nwant\n%v", got, want)
 	}
-	if names(s.Budgets()) != "base,new" {
-		t.Fatalf("budgets %s", names(s.Budgets()))
+	if names(s.budgets()) != "base,new" {
+		t.Fatalf("budgets %s", names(s.budgets()))
 	}
 }

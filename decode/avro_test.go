@@ -65,7 +65,7 @@ func TestAvroDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Decoded{Budget: "summer", BudgetIndex: 1, Key: "u1", ID: "e1", Score: 2, Time: time.UnixMilli(1700000000123)}
+	want := Decoded{Budget: "summer", Key: "u1", ID: "e1", Score: 2, Time: time.UnixMilli(1700000000123)}
 	got.scan, got.scanBy = nil, nil
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -81,13 +81,11 @@ func TestAvroDecode(t *testing.T) {
 	// score is a missing field of the expression.
 	v = frame(5, nil, avroEvent(t, map[string]any{"user": map[string]any{"id": nil, "tier": "FREE"}, "score": nil}))
 	var dd Decoded
-	if err := d.DecodeWith([]byte("rk"), v, time.Time{}, &dd, sc, nil); err != nil || dd.Key != "" {
+	if err := d.DecodeWith([]byte("rk"), v, time.Time{}, &dd, sc); err != nil || dd.Key != "" {
 		t.Fatalf("null key: %+v, %v", dd, err)
 	}
 	_, err = decodeOne(d, sc, v)
 	wantReason(t, "null score", err, ReasonExprField)
-	_, err = decodeOne(d, sc, frame(5, nil, avroEvent(t, map[string]any{"campaign": "winter"})))
-	wantReason(t, "unknown budget", err, ReasonUnknownBudget)
 	_, err = decodeOne(d, sc, frame(5, nil, avroEvent(t, map[string]any{"id": "bad\xff"})))
 	wantReason(t, "invalid UTF-8", err, ReasonInvalidUTF8)
 }
@@ -96,7 +94,7 @@ func TestAvroDecode(t *testing.T) {
 func decodeField(t *testing.T, d *Decoder, sc *Scan, v []byte, path string) gjson.Result {
 	t.Helper()
 	var dd Decoded
-	if err := d.DecodeWith(nil, v, time.Time{}, &dd, sc, nil); err != nil {
+	if err := d.DecodeWith(nil, v, time.Time{}, &dd, sc); err != nil {
 		t.Fatal(err)
 	}
 	return dd.Field(v, path)
@@ -118,10 +116,10 @@ func TestAvroRecursionDepth(t *testing.T) {
 		return frame(5, nil, avroEvent(t, map[string]any{"next": next}))
 	}
 	var dd Decoded
-	if err := d.DecodeWith(nil, nest(8), time.Time{}, &dd, d.NewScan("t"), nil); err != nil {
+	if err := d.DecodeWith(nil, nest(8), time.Time{}, &dd, d.NewScan("t")); err != nil {
 		t.Fatalf("9 levels: %v", err)
 	}
-	err := d.DecodeWith(nil, nest(10), time.Time{}, &dd, d.NewScan("t"), nil)
+	err := d.DecodeWith(nil, nest(10), time.Time{}, &dd, d.NewScan("t"))
 	wantReason(t, "11 levels", err, ReasonTooDeep)
 }
 
@@ -180,7 +178,7 @@ func FuzzAvroPayload(f *testing.F) {
 	d := framedDecoder(f, FormatAvro, s)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var dd Decoded
-		err := d.DecodeWith(nil, frame(5, nil, payload), time.Time{}, &dd, d.NewScan("t"), nil)
+		err := d.DecodeWith(nil, frame(5, nil, payload), time.Time{}, &dd, d.NewScan("t"))
 		var re *RecordError
 		refused := errors.As(err, &re) && (re.Reason == ReasonSchemaMismatch || re.Reason == ReasonTooDeep)
 		var any map[string]any

@@ -29,12 +29,11 @@ const (
 // Decoded holds the fields of one event. Strings may share memory with the
 // record value; they are valid as long as the record is.
 type Decoded struct {
-	Budget      string    // budget name
-	BudgetIndex int       // index of Budget in the decoder's budget list, -1 if the list is empty
-	Key         string    // key from KeyPath, or the record key
-	ID          string    // id from IDPath, "" when not configured
-	Score       float64   // finite and non-negative once the score stage ran
-	Time        time.Time // event time, the record timestamp when TimePath is unset
+	Budget string    // budget name
+	Key    string    // key from KeyPath, or the record key
+	ID     string    // id from IDPath, "" when not configured
+	Score  float64   // finite and non-negative once the score stage ran
+	Time   time.Time // event time, the record timestamp when TimePath is unset
 
 	// The scan DecodeWith kept for Score, valid when scanBy is the
 	// decoder that made it.
@@ -42,7 +41,7 @@ type Decoded struct {
 	scanBy *Decoder
 }
 
-// Clear sets d to Decoded{BudgetIndex: -1}, field by field, skipping
+// Clear sets d to Decoded{}, field by field, skipping
 // stores that change nothing: the pipeline's Decoded lives in a reused
 // Event on the heap, and a whole-struct store there pays a bulk write
 // barrier over every pointer slot while the GC marks.
@@ -50,7 +49,6 @@ func (d *Decoded) Clear() {
 	if d.Budget != "" {
 		d.Budget = ""
 	}
-	d.BudgetIndex = -1
 	if d.Key != "" {
 		d.Key = ""
 	}
@@ -72,7 +70,6 @@ func (d *Decoded) Clear() {
 type Decoder struct {
 	cfg  decodeCfg
 	expr *scoreexpr.Expr
-	tab  *BudgetTable // the budgets given to NewDecoder; nil when none
 
 	// The simple paths, captured while the value is validated; the index
 	// of each field's path in ps, -1 when unset or not simple (then
@@ -84,13 +81,15 @@ type Decoder struct {
 	framed *framedState // formats, schemas and compiled plans (framed.go)
 }
 
-// NewDecoder returns a decoder accepting the given budget names (an event
-// naming another budget is a bad record; with no names any budget is
-// accepted and BudgetIndex is -1).
-func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
+// NewDecoder returns a decoder of opts (the field paths, limits and
+// formats; see Opt). It accepts every budget name: which budgets
+// exist is the caller's to tell (the worker's decide stage asks its flow
+// tree, whose budgets change while it runs). Invalid options give a
+// *ConfigError wrapping ErrInvalidConfig.
+func NewDecoder(opts ...Opt) (*Decoder, error) {
 	c := decodeCfg{budgetPath: DefaultBudgetPath, maxBytes: DefaultMaxBytes, maxDepth: DefaultMaxDepth}
 	for _, o := range opts {
-		o.applyDecode(&c)
+		o.apply(&c)
 	}
 	d := &Decoder{cfg: c}
 	switch {
@@ -100,13 +99,6 @@ func NewDecoder(budgets []string, opts ...DecodeOpt) (*Decoder, error) {
 		return nil, &ConfigError{Option: "MaxBytes", Reason: "must be positive"}
 	case c.maxDepth <= 0:
 		return nil, &ConfigError{Option: "MaxDepth", Reason: "must be positive"}
-	}
-	if len(budgets) > 0 {
-		tab, err := NewBudgetTable(budgets)
-		if err != nil {
-			return nil, err
-		}
-		d.tab = tab
 	}
 	if c.scoreExpr != "" {
 		e, err := scoreexpr.ParseExpr(c.scoreExpr)
@@ -153,18 +145,6 @@ func (v *jval) set(doc string, path string, at int, res []span, scanned bool) {
 	*v = fromGJSON(gjson.Get(doc, path))
 }
 
-// Budgets returns the budget names, in index order.
-func (d *Decoder) Budgets() []string {
-	if d.tab == nil {
-		return nil
-	}
-	return d.tab.Names()
-}
-
-// Table returns the budget table of the names given to NewDecoder, nil
-// when none were.
-func (d *Decoder) Table() *BudgetTable { return d.tab }
-
 // HasID reports whether events carry an id (IDPath).
 func (d *Decoder) HasID() bool { return d.cfg.idPath != "" }
 
@@ -181,7 +161,7 @@ func (d *Decoder) Scored() bool { return d.expr != nil || d.cfg.scorePath != "" 
 // ts are the record key and timestamp. Errors are *RecordError with stage
 // "decode".
 func (d *Decoder) Decode(key, value []byte, ts time.Time, dst *Decoded) error {
-	return d.DecodeWith(key, value, ts, dst, nil, nil)
+	return d.DecodeWith(key, value, ts, dst, nil)
 }
 
 // Scan is the room of the decoder's one-pass scan for one partition: the
@@ -193,22 +173,18 @@ type Scan struct {
 	framed *framedScan // the room of framed formats (framed.go); nil for JSON
 }
 
-// DecodeWith is Decode indexing budgets by tab (nil: the decoder's own
-// names) and keeping the scan's results in s (nil: none), where Score
-// finds them until the next DecodeWith with s.
-func (d *Decoder) DecodeWith(key, value []byte, ts time.Time, dst *Decoded, s *Scan, tab *BudgetTable) error {
-	if tab == nil {
-		tab = d.tab
-	}
+// DecodeWith is Decode keeping the scan's results in s (nil: none), where
+// Score finds them until the next DecodeWith with s.
+func (d *Decoder) DecodeWith(key, value []byte, ts time.Time, dst *Decoded, s *Scan) error {
 	if s == nil && d.cfg.framed.def.Framed() {
 		s = d.NewScan("")
 	}
 	if s != nil && s.framed != nil {
-		return d.decodeFramed(key, value, ts, dst, s, tab)
+		return d.decodeFramed(key, value, ts, dst, s)
 	}
 	if s == nil {
 		var buf [scanBuf]span
-		_, err := d.decode(key, value, ts, dst, d.results(&buf), tab)
+		_, err := d.decode(key, value, ts, dst, d.results(&buf))
 		return err
 	}
 	n := len(d.ps.segs)
@@ -216,7 +192,7 @@ func (d *Decoder) DecodeWith(key, value []byte, ts time.Time, dst *Decoded, s *S
 		s.res = make([]span, n)
 	}
 	res := s.res[:n]
-	scanned, err := d.decode(key, value, ts, dst, res, tab)
+	scanned, err := d.decode(key, value, ts, dst, res)
 	if scanned {
 		dst.scan, dst.scanBy = s, d
 	}
@@ -225,7 +201,7 @@ func (d *Decoder) DecodeWith(key, value []byte, ts time.Time, dst *Decoded, s *S
 
 // decode validates value and fills dst, the scan's results going to res
 // (len(d.ps.segs)); scanned reports whether the scan filled them.
-func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []span, tab *BudgetTable) (scanned bool, err error) {
+func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []span) (scanned bool, err error) {
 	dst.Clear()
 	// One pass validates and captures the simple paths; a value it
 	// refuses is examined again the slow way for the exact reason.
@@ -236,7 +212,7 @@ func (d *Decoder) decode(key, value []byte, ts time.Time, dst *Decoded, res []sp
 		}
 	}
 	src := values{doc: bytesconv.String(value)}
-	return scanned, d.fields(key, ts, dst, &src, res, scanned, tab)
+	return scanned, d.fields(key, ts, dst, &src, res, scanned)
 }
 
 // values is where the decoder reads the fields of one record: the JSON
@@ -264,7 +240,7 @@ func (src *values) get(v *jval, path string, at int, res []span, scanned bool) {
 	v.set(src.doc, path, at, res, scanned)
 }
 
-func (d *Decoder) fields(key []byte, ts time.Time, dst *Decoded, src *values, res []span, scanned bool, tab *BudgetTable) error {
+func (d *Decoder) fields(key []byte, ts time.Time, dst *Decoded, src *values, res []span, scanned bool) error {
 	// budget
 	var r jval
 	src.get(&r, d.cfg.budgetPath, d.budgetAt, res, scanned)
@@ -275,13 +251,6 @@ func (d *Decoder) fields(key []byte, ts time.Time, dst *Decoded, src *values, re
 		return recErr(StageDecode, ReasonMissingBudget, d.cfg.budgetPath, "")
 	default:
 		return recErr(StageDecode, ReasonBudgetType, d.cfg.budgetPath, r.Type.String())
-	}
-	if tab != nil {
-		i := tab.Index(dst.Budget)
-		if i < 0 {
-			return recErr(StageDecode, ReasonUnknownBudget, d.cfg.budgetPath, strconv.Quote(dst.Budget))
-		}
-		dst.BudgetIndex = i
 	}
 
 	// key

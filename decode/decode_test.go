@@ -12,9 +12,9 @@ import (
 
 var testBudgets = []string{"spring", "summer"}
 
-func newTestDecoder(t testing.TB, opts ...DecodeOpt) *Decoder {
+func newTestDecoder(t testing.TB, opts ...Opt) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(testBudgets, opts...)
+	d, err := NewDecoder(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestDecodeValid(t *testing.T) {
 	if err := d.Score(v, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := Decoded{Budget: "summer", BudgetIndex: 1, Key: "u1", ID: "e1", Score: 0.5, Time: time.UnixMilli(1700000000123)}
+	want := Decoded{Budget: "summer", Key: "u1", ID: "e1", Score: 0.5, Time: time.UnixMilli(1700000000123)}
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
@@ -47,24 +47,24 @@ func TestDecodeValid(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 
-	// no budget list: any budget
-	d3, err := NewDecoder(nil)
+	// any budget name
+	d3, err := NewDecoder()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d3.Decode(nil, []byte(`{"budget":"x"}`), ts, &got); err != nil || got.BudgetIndex != -1 || got.Time != ts {
+	if err := d3.Decode(nil, []byte(`{"budget":"x"}`), ts, &got); err != nil || got.Budget != "x" || got.Time != ts {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
 
 func TestDecodeBadRecords(t *testing.T) {
-	full := []DecodeOpt{KeyPath("user"), RequireKey(true), IDPath("id"), TimePath("ts"), MaxBytes(200), MaxDepth(4)}
+	full := []Opt{KeyPath("user"), RequireKey(true), IDPath("id"), TimePath("ts"), MaxBytes(200), MaxDepth(4)}
 	deep := `{"budget":"spring","user":"u","id":1,"ts":1,"x":[[[[[1]]]]]}`
 	cases := []struct {
 		name   string
 		key    string
 		value  string
-		opts   []DecodeOpt
+		opts   []Opt
 		stage  string
 		reason Reason
 	}{
@@ -82,24 +82,23 @@ func TestDecodeBadRecords(t *testing.T) {
 		{"no budget", "", `{"a":1}`, nil, StageDecode, ReasonMissingBudget},
 		{"null budget", "", `{"budget":null}`, nil, StageDecode, ReasonMissingBudget},
 		{"numeric budget", "", `{"budget":7}`, nil, StageDecode, ReasonBudgetType},
-		{"unknown budget", "", `{"budget":"winter"}`, nil, StageDecode, ReasonUnknownBudget},
-		{"null key", "", `{"budget":"spring"}`, []DecodeOpt{RequireKey(true)}, StageDecode, ReasonMissingKey},
-		{"missing key path", "k", `{"budget":"spring","user":null}`, []DecodeOpt{KeyPath("user"), RequireKey(true)}, StageDecode, ReasonMissingKey},
-		{"object key", "", `{"budget":"spring","user":{}}`, []DecodeOpt{KeyPath("user")}, StageDecode, ReasonKeyType},
-		{"no id", "", `{"budget":"spring"}`, []DecodeOpt{IDPath("id")}, StageDecode, ReasonMissingID},
-		{"bool id", "", `{"budget":"spring","id":true}`, []DecodeOpt{IDPath("id")}, StageDecode, ReasonIDType},
-		{"no time", "", `{"budget":"spring"}`, []DecodeOpt{TimePath("ts")}, StageDecode, ReasonMissingTime},
-		{"array time", "", `{"budget":"spring","ts":[]}`, []DecodeOpt{TimePath("ts")}, StageDecode, ReasonTimeType},
-		{"bad time", "", `{"budget":"spring","ts":"yesterday"}`, []DecodeOpt{TimePath("ts")}, StageDecode, ReasonBadTime},
-		{"negative time", "", `{"budget":"spring","ts":-5}`, []DecodeOpt{TimePath("ts")}, StageDecode, ReasonBadTime},
-		{"no score", "", `{"budget":"spring"}`, []DecodeOpt{ScorePath("score")}, StageScore, ReasonMissingScore},
-		{"string score", "", `{"budget":"spring","score":"1"}`, []DecodeOpt{ScorePath("score")}, StageScore, ReasonScoreType},
-		{"inf score", "", `{"budget":"spring","score":1e999}`, []DecodeOpt{ScorePath("score")}, StageScore, ReasonScoreNotFinite},
-		{"negative score", "", `{"budget":"spring","score":-1}`, []DecodeOpt{ScorePath("score")}, StageScore, ReasonScoreNegative},
-		{"expr nan", "", `{"budget":"spring","a":0}`, []DecodeOpt{ScoreExpr("a / a")}, StageScore, ReasonScoreNotFinite},
-		{"expr negative", "", `{"budget":"spring","a":1}`, []DecodeOpt{ScoreExpr("0 - a")}, StageScore, ReasonScoreNegative},
-		{"expr missing", "", `{"budget":"spring"}`, []DecodeOpt{ScoreExpr("a")}, StageScore, ReasonExprField},
-		{"expr type", "", `{"budget":"spring","a":"1"}`, []DecodeOpt{ScoreExpr("a")}, StageScore, ReasonExprFieldType},
+		{"null key", "", `{"budget":"spring"}`, []Opt{RequireKey(true)}, StageDecode, ReasonMissingKey},
+		{"missing key path", "k", `{"budget":"spring","user":null}`, []Opt{KeyPath("user"), RequireKey(true)}, StageDecode, ReasonMissingKey},
+		{"object key", "", `{"budget":"spring","user":{}}`, []Opt{KeyPath("user")}, StageDecode, ReasonKeyType},
+		{"no id", "", `{"budget":"spring"}`, []Opt{IDPath("id")}, StageDecode, ReasonMissingID},
+		{"bool id", "", `{"budget":"spring","id":true}`, []Opt{IDPath("id")}, StageDecode, ReasonIDType},
+		{"no time", "", `{"budget":"spring"}`, []Opt{TimePath("ts")}, StageDecode, ReasonMissingTime},
+		{"array time", "", `{"budget":"spring","ts":[]}`, []Opt{TimePath("ts")}, StageDecode, ReasonTimeType},
+		{"bad time", "", `{"budget":"spring","ts":"yesterday"}`, []Opt{TimePath("ts")}, StageDecode, ReasonBadTime},
+		{"negative time", "", `{"budget":"spring","ts":-5}`, []Opt{TimePath("ts")}, StageDecode, ReasonBadTime},
+		{"no score", "", `{"budget":"spring"}`, []Opt{ScorePath("score")}, StageScore, ReasonMissingScore},
+		{"string score", "", `{"budget":"spring","score":"1"}`, []Opt{ScorePath("score")}, StageScore, ReasonScoreType},
+		{"inf score", "", `{"budget":"spring","score":1e999}`, []Opt{ScorePath("score")}, StageScore, ReasonScoreNotFinite},
+		{"negative score", "", `{"budget":"spring","score":-1}`, []Opt{ScorePath("score")}, StageScore, ReasonScoreNegative},
+		{"expr nan", "", `{"budget":"spring","a":0}`, []Opt{ScoreExpr("a / a")}, StageScore, ReasonScoreNotFinite},
+		{"expr negative", "", `{"budget":"spring","a":1}`, []Opt{ScoreExpr("0 - a")}, StageScore, ReasonScoreNegative},
+		{"expr missing", "", `{"budget":"spring"}`, []Opt{ScoreExpr("a")}, StageScore, ReasonExprField},
+		{"expr type", "", `{"budget":"spring","a":"1"}`, []Opt{ScoreExpr("a")}, StageScore, ReasonExprFieldType},
 	}
 	seen := map[Reason]bool{}
 	for _, c := range cases {
@@ -134,13 +133,10 @@ func TestDecodeBadRecords(t *testing.T) {
 }
 
 func TestDecoderConfigErrors(t *testing.T) {
-	for _, opts := range [][]DecodeOpt{{BudgetPath("")}, {MaxBytes(0)}, {MaxDepth(-1)}, {ScoreExpr("1 +")}} {
-		if _, err := NewDecoder(nil, opts...); err == nil {
+	for _, opts := range [][]Opt{{BudgetPath("")}, {MaxBytes(0)}, {MaxDepth(-1)}, {ScoreExpr("1 +")}} {
+		if _, err := NewDecoder(opts...); err == nil {
 			t.Errorf("no error for %v", opts)
 		}
-	}
-	if _, err := NewDecoder([]string{"a", "a"}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("duplicate budgets: %v", err)
 	}
 }
 
@@ -182,7 +178,7 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte("key"), []byte(s))
 	}
-	d, err := NewDecoder(testBudgets, KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + 1"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
+	d, err := NewDecoder(KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + 1"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -198,9 +194,6 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("error %v is not a complete *RecordError", err)
 			}
 			return
-		}
-		if got.BudgetIndex < 0 || testBudgets[got.BudgetIndex] != got.Budget {
-			t.Fatalf("budget %q index %d", got.Budget, got.BudgetIndex)
 		}
 		if got.Score < 0 || got.Score != got.Score {
 			t.Fatalf("score %v", got.Score)

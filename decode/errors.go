@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/throttler/throttler/internal/configerr"
 	"github.com/throttler/throttler/scoreexpr"
 )
 
@@ -13,8 +14,10 @@ var (
 	// processed and goes to the dead-letter topic.
 	ErrBadRecord = errors.New("bad record")
 	// ErrInvalidConfig is wrapped by every error about an option value
-	// (of the decoder, the pipeline and the worker).
-	ErrInvalidConfig = errors.New("invalid configuration")
+	// (of the decoder, the pipeline and the worker). It is the one
+	// sentinel of configuration errors: stats.ErrInvalidConfig,
+	// splitter.ErrInvalidConfig and config.ErrInvalid are the same value.
+	ErrInvalidConfig = configerr.ErrInvalid
 )
 
 // Reason is the machine-readable cause of a dead-lettered record. Every

@@ -151,12 +151,12 @@ type framedCfg struct {
 
 // WithFormat sets the format of the records of every topic that
 // TopicFormat does not name. Default FormatJSON.
-func WithFormat(f Format) DecodeOpt { return decodeOpt(func(c *decodeCfg) { c.framed.def = f }) }
+func WithFormat(f Format) Opt { return optFunc(func(c *decodeCfg) { c.framed.def = f }) }
 
 // TopicFormat sets the format of one topic's records (see NewScan).
 // Default: WithFormat's.
-func TopicFormat(topic string, f Format) DecodeOpt {
-	return decodeOpt(func(c *decodeCfg) {
+func TopicFormat(topic string, f Format) Opt {
+	return optFunc(func(c *decodeCfg) {
 		if c.framed.topics == nil {
 			c.framed.topics = map[string]Format{}
 		}
@@ -166,13 +166,13 @@ func TopicFormat(topic string, f Format) DecodeOpt {
 
 // WithSchemas sets where the schemas of framed records come from.
 // Required when a format is framed. Default none.
-func WithSchemas(s Schemas) DecodeOpt {
-	return decodeOpt(func(c *decodeCfg) { c.framed.schemas = s })
+func WithSchemas(s Schemas) Opt {
+	return optFunc(func(c *decodeCfg) { c.framed.schemas = s })
 }
 
 // Paths adds paths the decoder extracts beside its fields, for stages that
 // read them with Decoded.Field: the caps' key and quantity paths, the
 // reward value. A framed record has no other path to read. Default none.
-func Paths(paths ...string) DecodeOpt {
-	return decodeOpt(func(c *decodeCfg) { c.framed.extra = append(c.framed.extra, paths...) })
+func Paths(paths ...string) Opt {
+	return optFunc(func(c *decodeCfg) { c.framed.extra = append(c.framed.extra, paths...) })
 }

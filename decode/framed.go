@@ -150,7 +150,7 @@ func (d *Decoder) NewScan(topic string) *Scan {
 }
 
 // decodeFramed is DecodeWith for a record of a framed format.
-func (d *Decoder) decodeFramed(key, value []byte, ts time.Time, dst *Decoded, s *Scan, tab *BudgetTable) error {
+func (d *Decoder) decodeFramed(key, value []byte, ts time.Time, dst *Decoded, s *Scan) error {
 	dst.Clear()
 	fs := s.framed
 	switch {
@@ -171,7 +171,7 @@ func (d *Decoder) decodeFramed(key, value []byte, ts time.Time, dst *Decoded, s 
 	}
 	dst.scan, dst.scanBy = s, d
 	src := values{framed: fs.vals}
-	return d.fields(key, ts, dst, &src, nil, false, tab)
+	return d.fields(key, ts, dst, &src, nil, false)
 }
 
 // planFor returns the plan of schema id (and, for Protobuf, of the message

@@ -48,7 +48,7 @@ func benchValues(t testing.TB) (avroV, protoV []byte) {
 func benchDecoder(t testing.TB, f Format) *Decoder {
 	t.Helper()
 	s := &testSchemas{byID: map[int]Schema{1: {Format: FormatAvro, Text: benchAvroSchema}, 2: {Format: FormatProtobuf, Text: benchProtoSchema}}}
-	d, err := NewDecoder(testBudgets, WithFormat(f), WithSchemas(s), BudgetPath("campaign"), KeyPath("user"),
+	d, err := NewDecoder(WithFormat(f), WithSchemas(s), BudgetPath("campaign"), KeyPath("user"),
 		IDPath("id"), ScorePath("score"), TimePath("ts"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,13 +69,13 @@ func BenchmarkDecodeFormats(b *testing.B) {
 			d := benchDecoder(b, c.f)
 			s := d.NewScan("t")
 			var got Decoded
-			if err := d.DecodeWith(nil, c.v, time.Time{}, &got, s, nil); err != nil {
+			if err := d.DecodeWith(nil, c.v, time.Time{}, &got, s); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(c.v)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := d.DecodeWith(nil, c.v, time.Time{}, &got, s, nil); err != nil {
+				if err := d.DecodeWith(nil, c.v, time.Time{}, &got, s); err != nil {
 					b.Fatal(err)
 				}
 				if err := d.Score(c.v, &got); err != nil {
@@ -96,7 +96,7 @@ func TestFramedAllocs(t *testing.T) {
 		var got Decoded
 		const runs = 2000
 		allocs := testing.AllocsPerRun(runs, func() {
-			if err := d.DecodeWith(nil, v, time.Time{}, &got, s, nil); err != nil {
+			if err := d.DecodeWith(nil, v, time.Time{}, &got, s); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Score(v, &got); err != nil {

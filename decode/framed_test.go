@@ -58,9 +58,9 @@ func frame(id int, index []int, payload []byte) []byte {
 
 // framedDecoder returns a decoder of topic "t" in format f with the
 // event paths the tests use.
-func framedDecoder(t testing.TB, f Format, s Schemas, opts ...DecodeOpt) *Decoder {
+func framedDecoder(t testing.TB, f Format, s Schemas, opts ...Opt) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(testBudgets, append([]DecodeOpt{WithFormat(f), WithSchemas(s),
+	d, err := NewDecoder(append([]Opt{WithFormat(f), WithSchemas(s),
 		BudgetPath("campaign"), KeyPath("user.id"), IDPath("id"), TimePath("ts"),
 		ScoreExpr("score * (1 + clicks)"), Paths("user.tier", "ref", "a")}, opts...)...)
 	if err != nil {
@@ -72,7 +72,7 @@ func framedDecoder(t testing.TB, f Format, s Schemas, opts ...DecodeOpt) *Decode
 // decodeOne decodes and scores value with a scan of topic "t".
 func decodeOne(d *Decoder, s *Scan, value []byte) (Decoded, error) {
 	var got Decoded
-	err := d.DecodeWith([]byte("rk"), value, time.UnixMilli(1), &got, s, nil)
+	err := d.DecodeWith([]byte("rk"), value, time.UnixMilli(1), &got, s)
 	if err == nil {
 		err = d.Score(value, &got)
 	}
@@ -89,17 +89,17 @@ func wantReason(t *testing.T, name string, err error, reason Reason) {
 }
 
 func TestFramedConfig(t *testing.T) {
-	if _, err := NewDecoder(testBudgets, WithFormat(FormatAvro)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewDecoder(WithFormat(FormatAvro)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("avro without schemas: %v", err)
 	}
 	s := &testSchemas{}
-	if _, err := NewDecoder(testBudgets, WithFormat(FormatAvro), WithSchemas(s), KeyPath("users.#.id")); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewDecoder(WithFormat(FormatAvro), WithSchemas(s), KeyPath("users.#.id")); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a gjson path on avro: %v", err)
 	}
-	if _, err := NewDecoder(testBudgets, TopicFormat("t", FormatProtobuf)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewDecoder(TopicFormat("t", FormatProtobuf)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a protobuf topic without schemas: %v", err)
 	}
-	d, err := NewDecoder(testBudgets, TopicFormat("a", FormatAvro), TopicFormat("j", FormatJSON), WithFormat(FormatProtobuf), WithSchemas(s))
+	d, err := NewDecoder(TopicFormat("a", FormatAvro), TopicFormat("j", FormatJSON), WithFormat(FormatProtobuf), WithSchemas(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,11 @@ func FuzzDecodeScanAgrees(f *testing.F) {
 	} {
 		f.Add([]byte("key"), []byte(s))
 	}
-	simple, err := NewDecoder(testBudgets, KeyPath("user"), IDPath("id"), ScorePath("score"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
+	simple, err := NewDecoder(KeyPath("user"), IDPath("id"), ScorePath("score"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
 	if err != nil {
 		f.Fatal(err)
 	}
-	nested, err := NewDecoder(testBudgets, KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + a.b"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
+	nested, err := NewDecoder(KeyPath("user"), IDPath("id"), ScoreExpr("score * 2 + a.b"), TimePath("ts"), MaxDepth(5), MaxBytes(4096))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func FuzzExprScanAgrees(f *testing.F) {
 		if _, err := scoreexpr.ParseExpr(src); err != nil {
 			return
 		}
-		d, err := NewDecoder(testBudgets, IDPath("id"), ScoreExpr(src), MaxDepth(6), MaxBytes(4096))
+		d, err := NewDecoder(IDPath("id"), ScoreExpr(src), MaxDepth(6), MaxBytes(4096))
 		if err != nil {
 			return // e.g. too many fields for one expression
 		}
@@ -77,7 +77,7 @@ func checkScanAgrees(t *testing.T, d *Decoder, key, value []byte) {
 	var fast, slow Decoded
 	var buf [scanBuf]span
 	res := d.results(&buf)
-	scanned, errFast := d.decode(key, value, ts, &fast, res, d.tab)
+	scanned, errFast := d.decode(key, value, ts, &fast, res)
 	if errFast == nil {
 		fastSrc := values{doc: string(value)}
 		errFast = d.score(&fastSrc, res, scanned, &fast)
@@ -87,13 +87,13 @@ func checkScanAgrees(t *testing.T, d *Decoder, key, value []byte) {
 	slowSrc := values{doc: string(value)}
 	if reason := d.check(value); reason != "" {
 		errSlow = recErr(StageDecode, reason, "", "")
-	} else if errSlow = d.fields(key, ts, &slow, &slowSrc, nil, false, d.tab); errSlow == nil {
+	} else if errSlow = d.fields(key, ts, &slow, &slowSrc, nil, false); errSlow == nil {
 		errSlow = d.score(&slowSrc, nil, false, &slow)
 	}
 	var rf, rs *RecordError
 	switch {
 	case errFast == nil && errSlow == nil:
-		if fast.Budget != slow.Budget || fast.BudgetIndex != slow.BudgetIndex || fast.Key != slow.Key ||
+		if fast.Budget != slow.Budget || fast.Key != slow.Key ||
 			fast.ID != slow.ID || math.Float64bits(fast.Score) != math.Float64bits(slow.Score) || !fast.Time.Equal(slow.Time) {
 			t.Fatalf("scanned %v: fast %+v, slow %+v", scanned, fast, slow)
 		}

@@ -93,7 +93,7 @@ func TestProtobufDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Decoded{Budget: "summer", BudgetIndex: 1, Key: "u1", ID: "e1", Score: 2, Time: time.UnixMilli(1700000000123)}
+	want := Decoded{Budget: "summer", Key: "u1", ID: "e1", Score: 2, Time: time.UnixMilli(1700000000123)}
 	got.scan, got.scanBy = nil, nil
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -212,7 +212,7 @@ func FuzzProtobufPayload(f *testing.F) {
 	d := framedDecoder(f, FormatProtobuf, s)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var dd Decoded
-		err := d.DecodeWith(nil, frame(4, []int{1}, payload), time.Time{}, &dd, d.NewScan("t"), nil)
+		err := d.DecodeWith(nil, frame(4, []int{1}, payload), time.Time{}, &dd, d.NewScan("t"))
 		re, _ := err.(*RecordError)
 		refused := re != nil && (re.Reason == ReasonSchemaMismatch || re.Reason == ReasonInvalidUTF8 || re.Reason == ReasonTooDeep)
 		m := protoEvent(t)

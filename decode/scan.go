@@ -80,15 +80,6 @@ type jval struct {
 
 func fromGJSON(r gjson.Result) jval { return jval{r.Type, r.Raw, r.Str, r.Num} }
 
-// exists reports whether the value is present (null is).
-func (v jval) exists() bool { return v.Type != gjson.Null || v.Raw != "" }
-
-// value returns the span's value in doc, as gjson would read it.
-func (sp span) value(doc string) (v jval) {
-	sp.into(doc, &v)
-	return v
-}
-
 // into sets *v to the span's value in doc.
 func (sp *span) into(doc string, v *jval) {
 	*v = jval{}

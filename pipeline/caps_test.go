@@ -77,7 +77,7 @@ func newCapRig(t *testing.T, parts int, specs ...CapSpec) *capRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.c, err = p.Build(NewPartition("in", 0, parts, scripted{&r.pass}, scripted{&r.pass})); err != nil {
+	if r.c, err = p.Build(withLanes(NewPartition("in", 0, parts), scripted{&r.pass}, scripted{&r.pass})); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -283,7 +283,7 @@ func TestCapsMisrouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := true
-	c, err := p.Build(NewPartition("in", 0, 12, scripted{&pass}))
+	c, err := p.Build(withLanes(NewPartition("in", 0, 12), scripted{&pass}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestDedupStage(t *testing.T) {
 
 // TestDedupNeedsID checks the standard pipeline's check.
 func TestDedupNeedsID(t *testing.T) {
-	dec, err := decode.NewDecoder([]string{"a"})
+	dec, err := decode.NewDecoder()
 	if err != nil {
 		t.Fatal(err)
 	}

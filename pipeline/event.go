@@ -123,8 +123,7 @@ func (e *Event) Reset(r *kgo.Record, now time.Time, source string) {
 	if e.Source != source {
 		e.Source = source
 	}
-	e.Fields.Clear() // then the decode stage's Clear stores only numbers
-	e.Fields.BudgetIndex = 0
+	e.Fields.Clear()
 	if e.Verdict != (flow.Verdict{}) {
 		e.Verdict = flow.Verdict{}
 	}

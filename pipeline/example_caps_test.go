@@ -37,7 +37,7 @@ func TestUserPipelineWithCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decode.NewDecoder([]string{"spring"}, decode.KeyPath("user"))
+	dec, err := decode.NewDecoder(decode.KeyPath("user"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,9 @@ func TestUserPipelineWithCaps(t *testing.T) {
 		return e.Topic + "/" + e.RejectReason
 	}
 
-	first := pipeline.NewPartition("in", 1, 0, passAll{})
+	lanes := func(string, time.Time) pipeline.Decider { return passAll{} } // every budget passes
+	first := pipeline.NewPartition("in", 1, 0)
+	first.SetLanes(lanes, nil)
 	if got := run(first, "u"); got != "out/" {
 		t.Fatalf("first event of u: %s", got)
 	}
@@ -80,7 +82,8 @@ func TestUserPipelineWithCaps(t *testing.T) {
 	kept[0].Committed()
 
 	// The partition moves: a new instance reads the changelog.
-	second := pipeline.NewPartition("in", 1, 0, passAll{})
+	second := pipeline.NewPartition("in", 1, 0)
+	second.SetLanes(lanes, nil)
 	if got := run(second, "u"); got != "rejected/"+pipeline.ReasonCap {
 		t.Fatalf("u again on the partition's next instance: %s, want capped", got)
 	}

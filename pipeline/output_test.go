@@ -13,6 +13,9 @@ import (
 	"github.com/throttler/throttler/splitter"
 )
 
+// len returns the number of entries a header cache keeps.
+func (c *headerCache[K]) len() int { return len(c.cur) + len(c.old) }
+
 // TestRecordsOutputAsOutputRecord checks that Records.Output writes the
 // record OutputRecord writes, for every outcome and every kind of header,
 // also for plain records whose headers it shares, and that a shared

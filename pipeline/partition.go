@@ -22,7 +22,6 @@ type Partition struct {
 	ctx     context.Context
 	events  LaneFunc
 	any     LaneFunc
-	byIndex []Decider
 	version uint64
 	kept    []State
 }
@@ -33,12 +32,12 @@ type Partition struct {
 // costs a map lookup and allocates nothing.
 type LaneFunc func(budget string, now time.Time) Decider
 
-// NewPartition returns a Partition of topic for tests and tools: lanes are
-// the deciders by the index of the event's budget in the decoder's budget
-// list (decode.NewDecoder's names), and the context never ends. Use
-// SetLanes to find deciders by name instead.
-func NewPartition(topic string, id int32, partitions int, lanes ...Decider) *Partition {
-	return &Partition{Topic: topic, ID: id, Source: fmt.Sprintf("%s/%d", topic, id), Partitions: partitions, ctx: context.Background(), byIndex: lanes}
+// NewPartition returns partition id of topic, which has partitions
+// partitions (0 when unknown), with no lanes (SetLanes) and a context that
+// never ends (SetContext). The worker makes one per assigned partition;
+// tests and tools make their own.
+func NewPartition(topic string, id int32, partitions int) *Partition {
+	return &Partition{Topic: topic, ID: id, Source: fmt.Sprintf("%s/%d", topic, id), Partitions: partitions, ctx: context.Background()}
 }
 
 // SetContext sets the context of the partition's assignment, which ends
@@ -55,21 +54,17 @@ func (p *Partition) Context() context.Context { return p.ctx }
 // may be nil: no decider. It is the worker's, called on the partition's
 // goroutine between events; it changes Version.
 func (p *Partition) SetLanes(events, any LaneFunc) {
-	p.events, p.any, p.byIndex = events, any, nil
+	p.events, p.any = events, any
 	p.version++
 }
 
-// Lane returns the decider of the event's budget (Fields.Budget; with
-// NewPartition's lanes, Fields.BudgetIndex), or nil when the partition
-// has none: the event names no budget it may spend.
+// Lane returns the decider of the event's budget (Fields.Budget), or nil
+// when the partition has none: the event names no budget it may spend.
 func (p *Partition) Lane(e *Event) Decider {
-	if p.events != nil {
-		return p.events(e.Fields.Budget, e.Now)
+	if p.events == nil {
+		return nil
 	}
-	if i := e.Fields.BudgetIndex; i >= 0 && i < len(p.byIndex) {
-		return p.byIndex[i]
-	}
-	return nil
+	return p.events(e.Fields.Budget, e.Now)
 }
 
 // LaneOf returns the partition's decider of any budget of the worker by

@@ -45,9 +45,9 @@ func testSplitter(t *testing.T) *splitter.Splitter {
 
 var testBudgets = []string{"spring", "summer"}
 
-func newTestDecoder(t testing.TB, opts ...decode.DecodeOpt) *decode.Decoder {
+func newTestDecoder(t testing.TB, opts ...decode.Opt) *decode.Decoder {
 	t.Helper()
-	d, err := decode.NewDecoder(testBudgets, opts...)
+	d, err := decode.NewDecoder(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +67,24 @@ func standard(t testing.TB, dec *decode.Decoder, sp *splitter.Splitter) *Pipelin
 	return p
 }
 
-// chain builds p for partition 3 of "in" with lanes by budget index.
+// withLanes gives part its deciders by budget: lanes[i] decides the
+// events of testBudgets[i]; the other budgets have none.
+func withLanes(part *Partition, lanes ...Decider) *Partition {
+	part.SetLanes(func(budget string, _ time.Time) Decider {
+		for i, l := range lanes {
+			if testBudgets[i] == budget {
+				return l
+			}
+		}
+		return nil
+	}, nil)
+	return part
+}
+
+// chain builds p for partition 3 of "in" with lanes by budget (withLanes).
 func chain(t testing.TB, p *Pipeline, lanes ...Decider) *Chain {
 	t.Helper()
-	c, err := p.Build(NewPartition("in", 3, 0, lanes...))
+	c, err := p.Build(withLanes(NewPartition("in", 3, 0), lanes...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +224,7 @@ func BenchmarkPipeline(b *testing.B) {
 // pipeline and builds the output record of every second one, as the
 // partition goroutine does, without a client.
 func BenchmarkProcess(b *testing.B) {
-	dec, err := decode.NewDecoder([]string{"spring"}, decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts"))
+	dec, err := decode.NewDecoder(decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -251,7 +265,7 @@ func TestEventReset(t *testing.T) {
 			case *time.Time:
 				*x = time.Unix(1, 0)
 			case *decode.Decoded:
-				*x = decode.Decoded{Budget: "b", BudgetIndex: 3, Key: "k", ID: "i", Score: 1, Time: time.Unix(1, 0)}
+				*x = decode.Decoded{Budget: "b", Key: "k", ID: "i", Score: 1, Time: time.Unix(1, 0)}
 			case *flow.Verdict:
 				*x = flow.Verdict{Pass: true, Reason: flow.ReasonScore, By: "b"}
 			default:

@@ -155,6 +155,3 @@ func (c *headerCache[K]) put(k K, h []kgo.RecordHeader) {
 	}
 	c.cur[k] = h
 }
-
-// len returns the number of entries kept.
-func (c *headerCache[K]) len() int { return len(c.cur) + len(c.old) }

@@ -23,9 +23,8 @@ const (
 
 // DecodeStage validates the record and fills Event.Fields. Each partition
 // keeps the room of the decoder's scan, in its topic's format, which the
-// score stage of the same decoder reads. A decoder that lists budgets
-// dead-letters the others (ReasonUnknownBudget); the worker's lists none,
-// and the decide stage tells which budgets exist. A record whose schema
+// score stage of the same decoder reads. The decide stage tells which
+// budgets exist. A record whose schema
 // could not be had yet waits (OutcomeDelay, RetryAt when the decoder
 // says): it is not a bad record.
 func DecodeStage(d *decode.Decoder) Stage {
@@ -38,7 +37,7 @@ func DecodeStage(d *decode.Decoder) Stage {
 					return e.DeadLetter(recErr(StageDecode, decode.ReasonTooLarge, "",
 						fmt.Sprintf("key and headers take %d bytes, more than %d", keyAndHeadersSize(r), decode.MaxKeyAndHeaderBytes)))
 				}
-				if err := d.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, scan, nil); err != nil {
+				if err := d.DecodeWith(r.Key, r.Value, r.Timestamp, &e.Fields, scan); err != nil {
 					return deadOrWait(e, err)
 				}
 				return next(e)

@@ -1,14 +1,16 @@
 package splitter
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/throttler/throttler/internal/configerr"
 )
 
 // ErrInvalidConfig is wrapped by every configuration problem: for an error
 // err returned by New, errors.Is(err, ErrInvalidConfig) reports whether the
-// layers were rejected.
-var ErrInvalidConfig = errors.New("invalid splitter config")
+// layers were rejected. It is the one sentinel of configuration errors
+// (decode.ErrInvalidConfig is the same value).
+var ErrInvalidConfig = configerr.ErrInvalid
 
 // Problem is one thing wrong with a configuration.
 type Problem struct {
@@ -34,7 +36,7 @@ type Problems []*Problem
 
 func (ps Problems) Error() string {
 	var b strings.Builder
-	b.WriteString(ErrInvalidConfig.Error())
+	b.WriteString("invalid splitter config")
 	for i, p := range ps {
 		if i == 0 {
 			b.WriteString(": ")

@@ -11,18 +11,16 @@ import (
 	"github.com/throttler/throttler/flow"
 )
 
-// Benchmarks of the coordination cost, against today's records in the
-// same run. Cost figures are counted from a deterministic run (records and
-// bytes do not depend on the machine); ns/op is the CPU of one commit.
+// Benchmarks of the coordination cost. Cost figures are counted from a
+// deterministic run (records and bytes do not depend on the machine);
+// ns/op is the CPU of one commit.
 //
 //	go test ./stats -run XXX -bench 'Ledger|ViewFold|ViewBudget' -benchmem
 
-// commitsPerSecond and syncsPerSecond turn per-commit figures into per
-// second ones: the consumer commits every 100 ms under load and syncs
-// (publishes kind-1 reports) every second by default.
+// commitsPerSecond turns per-commit figures into per second ones: the
+// consumer commits every 100 ms under load.
 const (
 	commitsPerSecond = 10
-	syncsPerSecond   = 1
 	changedPerCommit = 10
 )
 
@@ -51,30 +49,9 @@ func (d *driver) fill() (heap uint64) {
 	return after.HeapAlloc - before.HeapAlloc
 }
 
-// todayPerSource is what today's consumer writes for one source holding n
-// budgets: one checkpoint record per commit, and one kind-1 report per
-// budget per sync.
-func todayPerSource(n int) (checkpointBytes, reportBytes int) {
-	cp := Checkpoint{Source: "events/7", Offset: 1 << 40}
-	for i := range n {
-		cp.Reports = append(cp.Reports, flow.Report{Budget: fmt.Sprintf("campaign/%06d", i), Source: "events/7", At: t0, Since: t1,
-			Total: flow.Counters{Offered: 30, Passed: 10}, InPeriod: flow.Counters{Passed: 1}})
-	}
-	v, err := EncodeCheckpoint(cp)
-	if err != nil {
-		panic(err)
-	}
-	for _, r := range cp.Reports {
-		k, val, _ := EncodeReport(r)
-		reportBytes += len(k) + len(val)
-	}
-	return len(v) + len("events/7"), reportBytes
-}
-
 // BenchmarkLedgerCommit is one source holding 1k, 10k or 100k budgets, of
 // which 10 change per commit. Metrics per commit and per second (10
-// commits and 1 sync per second), the ledger's against today's checkpoint
-// plus kind-1 reports, and the writer's memory per entry.
+// commits per second), and the writer's memory per entry.
 func BenchmarkLedgerCommit(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("budgets=%d", n), func(b *testing.B) {
@@ -106,10 +83,6 @@ func BenchmarkLedgerCommit(b *testing.B) {
 			b.ReportMetric(perCommit*commitsPerSecond, "ledger-B/s")
 			b.ReportMetric(float64(d.records)/float64(commits)*commitsPerSecond, "ledger-rec/s")
 			b.ReportMetric(float64(d.lastSnap), "snapshot-B")
-			ckpt, reports := todayPerSource(n)
-			b.ReportMetric(float64(ckpt), "today-ckpt-B/commit")
-			b.ReportMetric(float64(ckpt*commitsPerSecond+reports*syncsPerSecond), "today-B/s")
-			b.ReportMetric(float64(commitsPerSecond+n*syncsPerSecond), "today-rec/s")
 		})
 	}
 }

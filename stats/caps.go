@@ -14,7 +14,7 @@ import (
 // The consumer keeps the state of its per-key caps (one theoretical
 // arrival time, TAT, per key and cap) in a compacted topic partitioned like
 // the input: the state of input partition p is in changelog partition p
-// (produce with Partitioner, the changelog as a manual topic), written in
+// (produce with LedgerPartitioner, the changelog as a manual topic), written in
 // the same transaction as the outputs and offsets. One record per key:
 //
 //	key    source name (SourceName), 0x00, cap name, 0x00, the capped key
@@ -31,8 +31,8 @@ const (
 	capMinor = 0
 )
 
-// CapTopic is the spec of the compacted caps changelog: like the
-// checkpoint topic, at least as many partitions as the largest input topic.
+// CapTopic is the spec of the compacted caps changelog: like the stats
+// topic, at least as many partitions as the largest input topic.
 func CapTopic(name string, inputPartitions int32) TopicSpec {
 	return TopicSpec{Name: name, Partitions: inputPartitions, Compact: true}
 }
@@ -93,7 +93,7 @@ type CapEntry struct {
 // LoadCaps reads the changelog partitions of sources (each source name
 // mapped to its changelog partition) from their start to the high
 // watermarks they have when LoadCaps is called, with read_committed
-// (waiting for transactions open then, as LoadCheckpoints does), and calls
+// (waiting for transactions open then, as LoadLedgers does), and calls
 // fn with every record of those sources in order; applying them in order
 // rebuilds the committed state. A record whose value cannot be decoded is
 // handed to fn with Err set, for the caller to count and skip: its key

@@ -61,7 +61,7 @@ func TestLoadCaps(t *testing.T) {
 	const topic = "g.caps"
 	ensure(t, conn, CapTopic(topic, 4))
 	ctx := testCtx(t)
-	w := newClient(t, conn, kgo.TransactionalID("w"), kgo.RecordPartitioner(Partitioner(nil, topic)))
+	w := newClient(t, conn, kgo.TransactionalID("w"), kgo.RecordPartitioner(LedgerPartitioner(nil, "", topic)))
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	rec := func(src string, p int32, key string, at time.Duration, deleted bool) *kgo.Record {
 		return CapRecord(topic, p, src, "per-user", []byte(key), t0.Add(at), deleted)

@@ -138,7 +138,7 @@ func readerBackoff(fails int) time.Duration {
 // Transactions still open when it starts are waited for: their records are
 // passed on once committed, never when aborted, at most the transaction
 // timeout later. The first error fn returns stops the read and is
-// returned. op names the caller in errors ("load checkpoint").
+// returned. op names the caller in errors ("load ledgers").
 func readToEnd(ctx context.Context, clientOpts []kgo.Opt, topic, op string, parts []int32, fn func(*kgo.Record) error) error {
 	offsets := make(map[int32]kgo.Offset, len(parts))
 	for _, p := range parts {

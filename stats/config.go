@@ -2,9 +2,9 @@ package stats
 
 import "time"
 
-// Opt configures a View (NewView). Options are applied in order; the zero
-// set of options gives the defaults documented on each option.
-type Opt interface {
+// ViewOpt configures a View (NewView). Options are applied in order; the
+// zero set of options gives the defaults documented on each option.
+type ViewOpt interface {
 	apply(*cfg)
 }
 
@@ -30,6 +30,6 @@ func (o opt) apply(c *cfg) { o(c) }
 // WithClock sets the clock a View reads to stamp applied records and to
 // compute Age, overriding the default time.Now. The View only measures
 // elapsed time with it; reports keep the instants their publishers wrote.
-func WithClock(now func() time.Time) Opt {
+func WithClock(now func() time.Time) ViewOpt {
 	return opt(func(c *cfg) { c.now = now })
 }

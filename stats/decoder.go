@@ -126,7 +126,7 @@ func (d *decoder) varint() int64 {
 }
 
 func (d *decoder) float64() float64 {
-	b := d.bytes(rewardsBytes)
+	b := d.bytes(float64Bytes)
 	if d.err != nil {
 		return 0
 	}
@@ -160,25 +160,6 @@ func (d *decoder) time() time.Time {
 // zeroUnixSec is time.Time{}.Unix(): the zero time, which encodes as
 // itself.
 const zeroUnixSec = -62135596800
-
-func (d *decoder) counters() flow.Counters {
-	return flow.Counters{Offered: d.uvarint(), Passed: d.uvarint(), Rewards: d.float64()}
-}
-
-// body reads the report body written by appendBody.
-func (d *decoder) body(r *flow.Report) {
-	at := d.pos
-	r.At = d.time()
-	r.Since = d.time()
-	r.Total = d.counters()
-	r.Period = d.varint()
-	r.InPeriod = d.counters()
-	if d.err == nil {
-		if msg := badBody(r.Total, r.InPeriod, 0, 0); msg != "" {
-			d.fail(at, ErrCorrupt, "%s", msg)
-		}
-	}
-}
 
 // end fails if bytes are left.
 func (d *decoder) end() {

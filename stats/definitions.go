@@ -6,13 +6,12 @@ import (
 	"strings"
 )
 
-// definitions holds what a View keeps of the records of kinds 2-4 and 6, under
-// the View's mutex.
+// definitions holds what a View keeps of the records of kinds 2, 4 and 6,
+// under the View's mutex.
 type definitions struct {
 	budgets     map[string]BudgetDef
 	experiments map[expID]ExperimentDef
-	variants    map[expID]map[string]VariantCounts // by source
-	workers     map[string]WorkerStatus            // kind 6, by worker
+	workers     map[string]WorkerStatus // by worker
 }
 
 type expID struct{ layer, experiment string }
@@ -21,7 +20,6 @@ func (d *definitions) apply(r *Record) {
 	if d.budgets == nil {
 		d.budgets = map[string]BudgetDef{}
 		d.experiments = map[expID]ExperimentDef{}
-		d.variants = map[expID]map[string]VariantCounts{}
 		d.workers = map[string]WorkerStatus{}
 	}
 	switch r.Kind {
@@ -44,21 +42,6 @@ func (d *definitions) apply(r *Record) {
 		} else {
 			d.workers[r.Worker.Worker] = r.Worker
 		}
-	case KindVariants:
-		id := expID{r.Variants.Layer, r.Variants.Experiment}
-		bySrc := d.variants[id]
-		if r.Deleted {
-			delete(bySrc, r.Variants.Source)
-			if len(bySrc) == 0 {
-				delete(d.variants, id)
-			}
-			return
-		}
-		if bySrc == nil {
-			bySrc = map[string]VariantCounts{}
-			d.variants[id] = bySrc
-		}
-		bySrc[r.Variants.Source] = r.Variants
 	}
 }
 
@@ -107,8 +90,8 @@ func (v *View) VariantTotals(layer, experiment string) (totals map[string]Varian
 }
 
 // VariantSources returns the newest variant counts of every source of one
-// experiment, sorted by source: from the sources' ledgers, or from kind-3
-// records where they are newer.
+// experiment, from the sources' ledgers, sorted by source. It costs
+// O(sources).
 func (v *View) VariantSources(layer, experiment string) []VariantCounts {
 	id := ExperimentID{layer, experiment}
 	v.mu.RLock()
@@ -116,16 +99,6 @@ func (v *View) VariantSources(layer, experiment string) []VariantCounts {
 	for _, s := range v.led.sources {
 		if e := s.exps[id]; e != nil {
 			out = append(out, VariantCounts{Layer: layer, Experiment: experiment, Source: s.name, At: s.at, Counts: e.counts})
-		}
-	}
-	for src, vc := range v.defs.variants[expID{layer, experiment}] {
-		if !v.legacyNewer(src, vc.At) {
-			continue
-		}
-		if i := slices.IndexFunc(out, func(x VariantCounts) bool { return x.Source == src }); i >= 0 {
-			out[i] = vc // newer than the ledger's
-		} else {
-			out = append(out, vc)
 		}
 	}
 	v.mu.RUnlock()

@@ -61,12 +61,8 @@
 // lists, the experiments whose variant counts moved, the budgets deleted),
 // and at the commits of a sync for each idle one whose heartbeat is Due (it
 // sets WithHeartbeat to half the sync interval, so that an idle source
-// writes one heartbeat per sync interval). A source without a ledger is
-// restored once from the checkpoint topic of the versions before the
-// ledger, when that has one (LoadCheckpoints); its first Records writes a
-// snapshot. The first records a new owner writes for a source carry the
-// tombstones of the source's kind-1 and kind-3 keys (View.LegacyKeys), so
-// that compaction removes them.
+// writes one heartbeat per sync interval). A source without a ledger
+// starts from zero; its first Records writes a snapshot.
 //
 // # The View
 //
@@ -96,20 +92,13 @@
 // record of any kind makes them fail, except a requested source's ledger
 // in LoadLedgers, which must not restore less than was committed.
 //
-//	kind 1  budget x source report, flow.Report      encoding.go   value 1.1
-//	kind 2  budget definition, BudgetDef              kinds.go      value 1.1
-//	kind 3  variant counts of one source, experiment  kinds.go      value 1.0
-//	kind 4  experiment definition, ExperimentDef      kinds.go      value 1.0
+//	kind 2  budget definition, BudgetDef              kinds.go            value 1.1
+//	kind 4  experiment definition, ExperimentDef      kinds.go            value 1.0
 //	kind 5  one record of a source's ledger           ledger_encoding.go  value 1.1
+//	kind 6  a worker's status, WorkerStatus           workerstatus.go
 //
-// Kinds 1 and 3 are what workers published before the ledger; no worker
-// writes them any more, and the new owner of a source tombstones the
-// source's. Where a source has both, a View shows the newer (by instant),
-// so a source may move between old and new workers during an upgrade or a
-// rollback. Old readers skip kind 5 as a kind they do not know. The
-// checkpoint topic (checkpoint.go, LoadCheckpoint) is replaced by the
-// ledger and only read to carry counters over (above): nothing of
-// the ledger depends on it.
+// Kinds 1 and 3 are reserved and never written; readers skip them like
+// any kind they do not know.
 //
 // # Cost model
 //
@@ -149,37 +138,14 @@
 // lacks, once, when the first worker starts (and one per change), in
 // batches of 1,000 per commit.
 //
-// Measured (go test ./stats -run XXX -bench 'Ledger|View' -benchmem; 2
-// cores shared with other work, kfake in the same process; bytes and
-// records are deterministic, times vary with the load): one source, 10
-// changed budgets per commit, 10 commits/s and 1 sync/s: the ledger writes
-// 618-628 B and 1.0 record per commit (deltas of about 400 B, and
-// snapshots), 6.2 KB/s and 10 records/s, at 1k, 10k and 100k budgets,
-// where the checkpoints and kind-1 reports of the versions before the
-// ledger wrote 637 KB/s and 1,010 records/s at 1k, 63.7 MB/s and 100,010
-// records/s at 100k (its checkpoint record alone is 5.6 MB). A View catching up over a compacted
-// topic of 100k budgets x 48 sources with 5% non-zero (240,000 pairs,
-// 11.6 MB in 9,744 records) took 0.32 s at a load average of 2.2 (0.49 s
-// at 6.3), against 0.42 s (0.92 s) for 240,000 kind-1 records
-// (18.7 MB). View(budget) does not allocate and costs O(sources of the
-// budget): 0.35 us for a budget with 48 sources at a load of 3.3 (up to
-// 1.1 us at 7), 20-50 ns for one with a single source.
-//
-// Measured end to end (throttler scale, the scale harness: a broker
-// process, 48 input partitions, 3 throttler run workers, 5,000 events/s
-// of ~110 B for 60 s, 10 paced window budgets taking half the events and
-// light budgets over Zipf traffic; 2 cores shared with other work, load
-// average 2.2-3.8): the stats topic took 28,671 records and 11.3 MB for
-// 300,000 input records and 32.7 MB at 1,000 budgets (0.10x the records,
-// 0.34x the bytes), 39,622 and 13.4 MB at 10,000 (0.13x, 0.41x), 128,942
-// and 20.5 MB at 100,000 (0.43x, 0.62x; about 100,000 of those records
-// and 9.5 MB are the budget definitions, written once when the workers
-// first start); the largest record 64 KiB (a snapshot chunk); no
-// transaction aborted but at the rebalances of the start.
+// Measured figures (bytes and records per commit, catch-up, View(budget),
+// and the end-to-end run of `throttler scale`) are in docs/results.md;
+// `go test ./stats -run XXX -bench 'Ledger|View' -benchmem` gives the
+// package's own.
 //
 // # Errors and metrics
 //
 // The package does not log. It returns errors (sentinels for errors.Is,
 // struct errors carrying context) and exposes counters (View.Stats,
-// View.Age, Exchange.Produced/Failed) for the caller's metrics.
+// View.Age) for the caller's metrics.
 package stats

@@ -3,6 +3,8 @@ package stats
 import (
 	"errors"
 	"fmt"
+
+	"github.com/throttler/throttler/internal/configerr"
 )
 
 // Sentinel errors, for errors.Is. Every error this package returns wraps one
@@ -17,15 +19,17 @@ var (
 	// overlong or otherwise malformed.
 	ErrCorrupt = errors.New("corrupt encoding")
 
-	// ErrInvalidReport is returned when a report (or checkpoint) cannot be
-	// encoded: empty or overlong budget or source name, a report whose
-	// source differs from its checkpoint's, or a budget listed twice.
+	// ErrInvalidReport is returned when a record cannot be encoded: an
+	// empty or overlong name, a budget or experiment listed twice in one
+	// ledger record, a source name that is not "topic/partition".
 	ErrInvalidReport = errors.New("invalid report")
 
-	// ErrInvalidConfig is returned by constructors given an unusable
-	// argument or option: an empty topic name, a nil collaborator, a kgo
-	// client configured for a consumer group.
-	ErrInvalidConfig = errors.New("invalid configuration")
+	// ErrInvalidConfig is wrapped by the errors of constructors given an
+	// unusable argument or option: an empty topic name, a nil
+	// collaborator, a kgo client configured for a consumer group. It is
+	// the one sentinel of configuration errors (decode.ErrInvalidConfig
+	// is the same value).
+	ErrInvalidConfig = configerr.ErrInvalid
 
 	// ErrTopicNotFound is wrapped by a TopicError when a topic (or the
 	// partition asked for) does not exist.
@@ -42,7 +46,7 @@ var (
 
 // DecodeError says what could not be decoded and where.
 type DecodeError struct {
-	What string // "key", "value" or "checkpoint"
+	What string // "key", "value", "budget definition", "ledger", …
 	Pos  int    // byte position in the input where decoding failed
 	Err  error  // ErrUnknownVersion or ErrCorrupt
 	Msg  string // detail
@@ -71,7 +75,7 @@ func (e *ReportError) Unwrap() error { return ErrInvalidReport }
 // about a topic: creating it, checking it, reading it.
 type TopicError struct {
 	Topic string
-	Op    string // e.g. "create", "verify", "list offsets", "load checkpoint"
+	Op    string // e.g. "create", "verify", "list offsets", "load ledgers"
 	Err   error
 }
 
@@ -95,20 +99,6 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
-
-// ProduceError is a stats record the broker (or the client) refused.
-type ProduceError struct {
-	Topic  string
-	Budget string
-	Source string
-	Err    error
-}
-
-func (e *ProduceError) Error() string {
-	return fmt.Sprintf("stats: produce to %q budget=%q source=%q: %v", e.Topic, e.Budget, e.Source, e.Err)
-}
-
-func (e *ProduceError) Unwrap() error { return e.Err }
 
 func errInvalidConfig(format string, args ...any) error {
 	return fmt.Errorf("stats: %w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))

@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttler/throttler/internal/testwait"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/testwait"
 )
 
 // patience bounds every wait in these tests: generous, because the machine is
@@ -81,4 +83,23 @@ func txn(t *testing.T, cl *kgo.Client, commit bool, recs ...*kgo.Record) {
 	if err := cl.EndTransaction(testCtx(t), end); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ledgerRecord returns the stats record of r, for topic.
+func ledgerRecord(t testing.TB, topic string, r LedgerRecord) *kgo.Record {
+	t.Helper()
+	k, v, err := EncodeLedger(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kgo.Record{Topic: topic, Key: k, Value: v}
+}
+
+// snapshotRecord returns the record of a whole ledger of source in one
+// snapshot chunk, at sequence seq and instant at: its budget entries
+// (reports) and experiment entries (variants).
+func snapshotRecord(t testing.TB, topic, source string, seq uint64, at time.Time, reports []flow.Report, variants ...VariantCounts) *kgo.Record {
+	t.Helper()
+	return ledgerRecord(t, topic, LedgerRecord{Source: source, Part: LedgerSnapshot, Chunks: 1, Seq: seq, At: at, Offset: int64(seq),
+		Reports: reports, Variants: variants})
 }

@@ -13,42 +13,27 @@ import (
 
 // Record kinds of the stats topic.
 //
-// The first byte of every stats key says what the record holds; it is the
-// "key version" of encoding.go, read as a kind. Kind 1 is the budget x
-// source report (encoding.go). Kinds 2-4 let `throttler status` (and the
-// workers' SRM check) work from the stats topic alone:
+// The first byte of every stats key says what the record holds:
 //
 //	kind 2  budget definition, one per budget
 //	        key:   2, u16 budget
 //	        value: BudgetDef (major 1, minor 1)
-//	kind 3  variant counts, one per layer x experiment x source
-//	        key:   3, u16 layer, u16 experiment, u16 source
-//	        value: VariantCounts (major 1, minor 0)
 //	kind 4  experiment definition, one per layer x experiment
 //	        key:   4, u16 layer, u16 experiment
 //	        value: ExperimentDef (major 1, minor 0)
+//	kind 5  one record of a source's ledger (ledger_encoding.go)
+//	kind 6  a worker's status, for operators (workerstatus.go)
 //
-// u16 is a name as in a kind-1 key: uint16 big-endian length (1 to
-// MaxNameLen), then the bytes. Keys are canonical (one identity, one key)
-// and nothing may follow the last name.
+// Kinds 1 and 3 are reserved: no build of this module writes them, and a
+// reader skips them as kinds it does not know (see CHANGELOG.md). u16,
+// time, float64 and str are the encodings of encoding.go. Keys are
+// canonical (one identity, one key) and nothing may follow the last name.
 //
-// Values of every kind start with a major and a minor version byte. A
-// decoder rejects another major (ErrUnknownVersion) and skips bytes that
-// follow the known fields of a newer minor; in the minor it knows, trailing
-// bytes are corrupt. A nil value is a tombstone.
+// A reader that meets a kind it does not know (a newer build's) fails to
+// decode it with ErrUnknownVersion ("key version N"); a View counts such
+// records as Skipped and carries on.
 //
-// Kind 5 is a source's ledger (ledger_encoding.go), which replaces kinds
-// 1 and 3 as workers move to it.
-//
-// Old readers: a build that knows only kind 1 rejects a key of kind 2-6
-// with ErrUnknownVersion ("key version 2"); its View counts such records as
-// Skipped and carries on, and its flow exchange is unaffected (it reads
-// kind-1 records only). A reader that meets a kind above 6 does the same.
-//
-// Kind 6 is a worker's status, for operators (workerstatus.go).
-//
-// Value layouts (times and floats as in encoding.go; "str" is a uvarint
-// length then the bytes, and may be empty unless stated):
+// Value layouts:
 //
 //	BudgetDef 1.0:     At (time published), Target float64, Begin time,
 //	                   End time, Reserve zig-zag varint ns, Period zig-zag
@@ -58,9 +43,9 @@ import (
 //	BudgetDef 1.1:     1.0, then Conversion float64, RewardDelay zig-zag
 //	                   varint ns (a reward budget's prior; zero when
 //	                   none), which a 1.0 reader skips
-//	VariantCounts 1.0: At time, count uvarint, then count x (variant str
-//	                   non-empty, strictly increasing; events uvarint;
-//	                   keys uvarint)
+//	variant counts:    count uvarint, then count x (variant str non-empty,
+//	                   strictly increasing; events uvarint; keys uvarint),
+//	                   inside a ledger's experiment entry
 //	ExperimentDef 1.0: At time, count uvarint (at least 1), then count x
 //	                   (variant str non-empty, strictly increasing;
 //	                   weight float64 positive and finite; topic str;
@@ -73,14 +58,12 @@ type Kind byte
 
 // Record kinds.
 const (
-	KindReport     Kind = 1 // a budget x source report (flow.Report)
 	KindBudget     Kind = 2 // a budget's definition (BudgetDef)
-	KindVariants   Kind = 3 // a source's cumulative variant counts of one experiment (VariantCounts)
 	KindExperiment Kind = 4 // an experiment's variants and weights (ExperimentDef)
 	KindLedger     Kind = 5 // one record of a source's ledger (LedgerRecord, ledger_encoding.go)
 )
 
-var kindNames = map[Kind]string{KindReport: "report", KindBudget: "budget definition", KindVariants: "variant counts", KindExperiment: "experiment definition", KindLedger: "ledger", KindWorker: "worker status"}
+var kindNames = map[Kind]string{KindBudget: "budget definition", KindExperiment: "experiment definition", KindLedger: "ledger", KindWorker: "worker status"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -125,7 +108,8 @@ type VariantCount struct {
 // partition) routed to each variant of one experiment: events that passed
 // their budget and were assigned to the variant, whether a variant limit
 // then sent them elsewhere or not (the assignment is what an SRM check
-// tests). Counts is sorted by variant once decoded.
+// tests). A source's ledger carries them (Changes.Variants,
+// LedgerState.Variants); Counts is sorted by variant once decoded.
 type VariantCounts struct {
 	Layer, Experiment, Source string
 	At                        time.Time
@@ -153,14 +137,12 @@ type ExperimentDef struct {
 }
 
 // Record is one decoded stats record of any kind; the field of its Kind
-// is set (Report, Budget, Variants, Experiment, Ledger or Worker). A tombstone has Deleted
+// is set (Budget, Experiment, Ledger or Worker). A tombstone has Deleted
 // set and only the identity fields of its kind.
 type Record struct {
 	Kind       Kind
 	Deleted    bool
-	Report     flow.Report
 	Budget     BudgetDef
-	Variants   VariantCounts
 	Experiment ExperimentDef
 	Ledger     LedgerRecord
 	Worker     WorkerStatus
@@ -175,22 +157,12 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	rec := Record{Kind: Kind(key[0]), Deleted: value == nil}
 	var err error
 	switch rec.Kind {
-	case KindReport:
-		rec.Report, rec.Deleted, err = DecodeReport(key, value)
 	case KindBudget:
 		d := decoder{what: "key", b: key, pos: 1}
 		rec.Budget.Budget.Name = d.name16("budget")
 		d.end()
 		if err = d.err; err == nil && value != nil {
 			err = decodeBudgetDef(value, &rec.Budget)
-		}
-	case KindVariants:
-		d := decoder{what: "key", b: key, pos: 1}
-		v := &rec.Variants
-		v.Layer, v.Experiment, v.Source = d.name16("layer"), d.name16("experiment"), d.name16("source")
-		d.end()
-		if err = d.err; err == nil && value != nil {
-			err = decodeVariantCounts(value, v)
 		}
 	case KindExperiment:
 		d := decoder{what: "key", b: key, pos: 1}
@@ -233,12 +205,6 @@ func appendKey(k Kind, names ...string) ([]byte, error) {
 
 // BudgetKey returns the stats-topic key of a budget's definition.
 func BudgetKey(budget string) ([]byte, error) { return appendKey(KindBudget, budget) }
-
-// VariantsKey returns the stats-topic key of one source's variant counts
-// of one experiment.
-func VariantsKey(layer, experiment, source string) ([]byte, error) {
-	return appendKey(KindVariants, layer, experiment, source)
-}
 
 // ExperimentKey returns the stats-topic key of an experiment's definition.
 func ExperimentKey(layer, experiment string) ([]byte, error) {
@@ -331,20 +297,6 @@ func decodeBudgetFields(value []byte, d *BudgetDef) error {
 	return dec.err
 }
 
-// EncodeVariantCounts returns the key and value of a variant counts
-// record. Variants must be non-empty and distinct; they are sorted.
-func EncodeVariantCounts(v VariantCounts) (key, value []byte, err error) {
-	if key, err = VariantsKey(v.Layer, v.Experiment, v.Source); err != nil {
-		return nil, nil, err
-	}
-	b := append(make([]byte, 0, 16+16*len(v.Counts)), defMajor, defMinor)
-	b = appendTime(b, v.At)
-	if b, err = appendCounts(b, v.Layer+"/"+v.Experiment, v.Source, v.Counts); err != nil {
-		return nil, nil, err
-	}
-	return key, b, nil
-}
-
 // appendCounts appends count, then (variant, n) pairs sorted by variant.
 func appendCounts(b []byte, exp, source string, counts []VariantCount) ([]byte, error) {
 	cs := slices.Clone(counts)
@@ -361,17 +313,6 @@ func appendCounts(b []byte, exp, source string, counts []VariantCount) ([]byte, 
 		b = binary.AppendUvarint(b, c.Keys)
 	}
 	return b, nil
-}
-
-func decodeVariantCounts(value []byte, v *VariantCounts) error {
-	d := decoder{what: "variant counts", b: value}
-	minor := d.version(defMajor)
-	v.At = d.time()
-	v.Counts = d.counts()
-	if minor <= defMinor {
-		d.end()
-	}
-	return d.err
 }
 
 // counts reads what appendCounts wrote.

@@ -28,12 +28,11 @@ func sampleDefs() (BudgetDef, VariantCounts, ExperimentDef) {
 }
 
 func TestKindsRoundTrip(t *testing.T) {
-	bd, vc, ed := sampleDefs()
+	bd, _, ed := sampleDefs()
 	pub, _ := NewPublisher("stats")
-	recs := make([]*kgo.Record, 0, 3)
+	recs := make([]*kgo.Record, 0, 2)
 	for _, f := range []func() (*kgo.Record, error){
 		func() (*kgo.Record, error) { return pub.BudgetRecord(bd) },
-		func() (*kgo.Record, error) { return pub.VariantsRecord(vc) },
 		func() (*kgo.Record, error) { return pub.ExperimentRecord(ed) },
 	} {
 		r, err := f()
@@ -52,15 +51,6 @@ func TestKindsRoundTrip(t *testing.T) {
 	}
 
 	got, err = DecodeRecord(recs[1].Key, recs[1].Value)
-	if err != nil || got.Kind != KindVariants {
-		t.Fatalf("variants: %+v, %v", got, err)
-	}
-	wantCounts := []VariantCount{{"control", 49, 21}, {"treatment", 51, 20}} // sorted
-	if g := got.Variants; g.Layer != "ui" || g.Experiment != "checkout" || g.Source != "events/3" || !g.At.Equal(t0) || !reflect.DeepEqual(g.Counts, wantCounts) {
-		t.Fatalf("variant counts = %+v", g)
-	}
-
-	got, err = DecodeRecord(recs[2].Key, recs[2].Value)
 	if err != nil || got.Kind != KindExperiment {
 		t.Fatalf("experiment: %+v, %v", got, err)
 	}
@@ -71,7 +61,7 @@ func TestKindsRoundTrip(t *testing.T) {
 
 	// Tombstones carry the identity only.
 	got, err = DecodeRecord(recs[1].Key, nil)
-	if err != nil || !got.Deleted || got.Variants.Source != "events/3" || got.Variants.Counts != nil {
+	if err != nil || !got.Deleted || got.Experiment.Experiment != "checkout" || got.Experiment.Variants != nil {
 		t.Fatalf("tombstone: %+v, %v", got, err)
 	}
 
@@ -101,44 +91,36 @@ func TestKindLayouts(t *testing.T) {
 	if !bytes.Equal(k, []byte("\x02\x00\x01b")) {
 		t.Fatalf("budget key = %q", k)
 	}
-	k, _ = VariantsKey("l", "e", "s/1")
-	if !bytes.Equal(k, []byte("\x03\x00\x01l\x00\x01e\x00\x03s/1")) {
-		t.Fatalf("variants key = %q", k)
-	}
 	k, _ = ExperimentKey("l", "e")
 	if !bytes.Equal(k, []byte("\x04\x00\x01l\x00\x01e")) {
 		t.Fatalf("experiment key = %q", k)
 	}
-	_, v, _ := EncodeVariantCounts(VariantCounts{Layer: "l", Experiment: "e", Source: "s", At: time.Unix(1, 2),
-		Counts: []VariantCount{{"b", 300, 7}, {"a", 1, 1}}})
-	want := []byte{1, 0, 2, 2, 2, 1, 'a', 1, 1, 1, 'b', 0xac, 0x02, 7}
+	// The variant counts of a ledger's experiment entry.
+	v, _ := appendCounts(nil, "l/e", "s", []VariantCount{{"b", 300, 7}, {"a", 1, 1}})
+	want := []byte{2, 1, 'a', 1, 1, 1, 'b', 0xac, 0x02, 7}
 	if !bytes.Equal(v, want) {
-		t.Fatalf("variant counts value = %x, want %x", v, want)
+		t.Fatalf("variant counts = %x, want %x", v, want)
 	}
 }
 
-// TestOldReadersRejectNewKinds: DecodeReport, which is all a build that
-// knows only kind 1 has, rejects the new kinds as an unknown version, and
-// DecodeRecord rejects kinds above 4 the same way.
-func TestOldReadersRejectNewKinds(t *testing.T) {
-	bd, _, _ := sampleDefs()
-	k, v, _ := EncodeBudgetDef(bd)
-	if _, _, err := DecodeReport(k, v); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("DecodeReport of a budget definition: err = %v", err)
-	}
-	lk, lv, _ := EncodeLedger(sampleLedger(LedgerDelta))
-	if _, _, err := DecodeReport(lk, lv); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("DecodeReport of a ledger record: err = %v", err)
-	}
-	if _, err := DecodeRecord([]byte{9, 0, 1, 'x'}, []byte{1, 0}); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("kind 9: err = %v", err)
+// TestUnknownKinds: DecodeRecord rejects the reserved kinds 1 and 3 and
+// kinds above 6 as an unknown version, which readers skip.
+func TestUnknownKinds(t *testing.T) {
+	for _, k := range [][]byte{
+		[]byte("\x01\x00\x01b\x00\x08events/3"),          // kind 1
+		[]byte("\x03\x00\x01l\x00\x01e\x00\x08events/3"), // kind 3
+		{9, 0, 1, 'x'},
+	} {
+		if _, err := DecodeRecord(k, []byte{1, 0}); !errors.Is(err, ErrUnknownVersion) {
+			t.Fatalf("kind %d: err = %v", k[0], err)
+		}
 	}
 }
 
 func TestKindsRejectBadInput(t *testing.T) {
 	_, vc, ed := sampleDefs()
 	vc.Counts = append(vc.Counts, VariantCount{"control", 1, 1})
-	if _, _, err := EncodeVariantCounts(vc); !errors.Is(err, ErrInvalidReport) {
+	if _, err := appendCounts(nil, "ui/checkout", vc.Source, vc.Counts); !errors.Is(err, ErrInvalidReport) {
 		t.Fatalf("variant twice: err = %v", err)
 	}
 	ed.Variants[0].Weight = 0
@@ -151,15 +133,17 @@ func TestKindsRejectBadInput(t *testing.T) {
 	// A count past 2^53 (sums of them would wrap) decodes as corrupt.
 	_, vc3, _ := sampleDefs()
 	vc3.Counts[0].Count = MaxCount + 1
-	if _, err := DecodeRecord(must(EncodeVariantCounts(vc3))); !errors.Is(err, ErrCorrupt) {
+	lr := LedgerRecord{Source: vc3.Source, Part: LedgerDelta, Seq: 1, At: t0, Variants: []VariantCounts{vc3}}
+	if lk, lv, err := EncodeLedger(lr); err != nil {
+		t.Fatal(err)
+	} else if _, err := DecodeRecord(lk, lv); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("count past 2^53: err = %v", err)
 	}
 	// Truncations of valid values never decode, and never panic.
-	bd, vc2, ed2 := sampleDefs()
+	bd, _, ed2 := sampleDefs()
 	r1, _ := (&Publisher{topic: "s"}).BudgetRecord(bd)
-	r2, _ := (&Publisher{topic: "s"}).VariantsRecord(vc2)
 	r3, _ := (&Publisher{topic: "s"}).ExperimentRecord(ed2)
-	for _, r := range []*kgo.Record{r1, r2, r3} {
+	for _, r := range []*kgo.Record{r1, r3} {
 		for n := 0; n < len(r.Value); n++ {
 			if _, err := DecodeRecord(r.Key, r.Value[:n]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%q truncated to %d: err = %v", r.Key, n, err)
@@ -174,10 +158,9 @@ func TestKindsRejectBadInput(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	bd, vc, ed := sampleDefs()
+	bd, _, ed := sampleDefs()
 	for _, enc := range []func() ([]byte, []byte, error){
 		func() ([]byte, []byte, error) { return EncodeBudgetDef(bd) },
-		func() ([]byte, []byte, error) { return EncodeVariantCounts(vc) },
 		func() ([]byte, []byte, error) { return EncodeExperimentDef(ed) },
 	} {
 		k, v, _ := enc()
@@ -193,8 +176,6 @@ func FuzzDecodeRecord(f *testing.F) {
 		switch r.Kind {
 		case KindBudget:
 			k2, v2, err = EncodeBudgetDef(r.Budget)
-		case KindVariants:
-			k2, v2, err = EncodeVariantCounts(r.Variants)
 		case KindExperiment:
 			k2, v2, err = EncodeExperimentDef(r.Experiment)
 		default:
@@ -210,56 +191,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-func TestCheckpointVariants(t *testing.T) {
-	c := checkpointOf("events/3", 77, 10)
-	plain, _ := EncodeCheckpoint(c)
-	if plain[1] != 0 {
-		t.Fatalf("a checkpoint without variants is written as 1.%d, want 1.0", plain[1])
-	}
-	c.Variants = []VariantCounts{
-		{Layer: "ui", Experiment: "z", Counts: []VariantCount{{"b", 2, 2}, {"a", 1, 1}}},
-		{Layer: "ui", Experiment: "a", Counts: []VariantCount{{"x", 1 << 40, 1 << 33}}},
-	}
-	v, err := EncodeCheckpoint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v[1] != 1 || !bytes.HasPrefix(v[2:], plain[2:]) {
-		t.Fatalf("1.1 checkpoint does not extend the 1.0 bytes: %x vs %x", v, plain)
-	}
-	got, err := DecodeCheckpoint("events/3", v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []VariantCounts{
-		{Layer: "ui", Experiment: "a", Source: "events/3", Counts: []VariantCount{{"x", 1 << 40, 1 << 33}}},
-		{Layer: "ui", Experiment: "z", Source: "events/3", Counts: []VariantCount{{"a", 1, 1}, {"b", 2, 2}}},
-	}
-	if !reflect.DeepEqual(got.Variants, want) || got.Offset != 77 || len(got.Reports) != 2 {
-		t.Fatalf("decoded %+v", got)
-	}
-
-	// An unknown section is skipped; a section overrunning the value is
-	// corrupt.
-	more := append(append([]byte(nil), v...), 7, 2, 0xaa, 0xbb)
-	if got, err := DecodeCheckpoint("events/3", more); err != nil || !reflect.DeepEqual(got.Variants, want) {
-		t.Fatalf("unknown section: %+v, %v", got, err)
-	}
-	bad := append(append([]byte(nil), v...), 7, 9, 0xaa)
-	if _, err := DecodeCheckpoint("events/3", bad); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("overrunning section: err = %v", err)
-	}
-
-	// Experiments listed twice are refused.
-	c.Variants = append(c.Variants, c.Variants[0])
-	if _, err := EncodeCheckpoint(c); !errors.Is(err, ErrInvalidReport) {
-		t.Fatalf("experiment twice: err = %v", err)
-	}
-}
-
-// TestViewKinds: a View keeps definitions and variant counts beside the
-// reports, sums variant counts over sources, applies tombstones, and its
-// flow view (reports) is unaffected.
+// TestViewKinds: a View keeps definitions beside the ledgers, sums the
+// ledgers' variant counts over sources, applies tombstones and drops, and
+// its flow view (reports) is unaffected.
 func TestViewKinds(t *testing.T) {
 	_, conn := newCluster(t)
 	ensure(t, conn, StatsTopic("stats", 3))
@@ -275,17 +209,18 @@ func TestViewKinds(t *testing.T) {
 		}
 		return r
 	}
-	reports, _ := pub.Records([]flow.Report{{Budget: "spring", Source: "events/3", Total: flow.Counters{Passed: 5}}})
 	cl := newClient(t, conn)
-	produceSync(t, cl, reports[0],
-		rec(pub.BudgetRecord(bd)), rec(pub.VariantsRecord(vc)), rec(pub.VariantsRecord(vc2)), rec(pub.ExperimentRecord(ed)),
+	produceSync(t, cl,
+		snapshotRecord(t, "stats", "events/3", 1, t0, []flow.Report{{Budget: "spring", Total: flow.Counters{Passed: 5}}}, vc),
+		snapshotRecord(t, "stats", "events/4", 1, t0, nil, vc2),
+		rec(pub.BudgetRecord(bd)), rec(pub.ExperimentRecord(ed)),
 		&kgo.Record{Topic: "stats", Key: []byte{9, 0, 1, 'x'}, Value: []byte{1, 0}}, // a future kind
 	)
 	v := newView(t, conn, "stats")
 	if err := v.WaitCaughtUp(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.Stats(); st.Applied != 5 || st.Skipped != 1 || !errors.Is(st.LastError, ErrUnknownVersion) {
+	if st := v.Stats(); st.Applied != 4 || st.Skipped != 1 || !errors.Is(st.LastError, ErrUnknownVersion) {
 		t.Fatalf("stats = %+v", st)
 	}
 	if r, ok := v.Report("spring", "events/3"); !ok || r.Total.Passed != 5 {
@@ -305,9 +240,12 @@ func TestViewKinds(t *testing.T) {
 		t.Fatalf("sources = %+v", ss)
 	}
 
-	k, _ := VariantsKey("ui", "checkout", "events/4")
+	// events/4 drops the experiment from its ledger; the budget's
+	// definition is tombstoned.
+	drop := ledgerRecord(t, "stats", LedgerRecord{Source: "events/4", Part: LedgerDelta, Seq: 2, At: t0, Offset: 2,
+		DroppedExperiments: []ExperimentID{{"ui", "checkout"}}})
 	bk, _ := BudgetKey("spring")
-	produceSync(t, cl, pub.TombstoneKey(k), pub.TombstoneKey(bk))
+	produceSync(t, cl, drop, pub.TombstoneKey(bk))
 	waitFor(t, "tombstones applied", func() bool {
 		totals, n := v.VariantTotals("ui", "checkout")
 		return n == 1 && totals["control"].Count == 49 && len(v.BudgetDefs()) == 0

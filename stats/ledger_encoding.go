@@ -17,7 +17,7 @@ import (
 // Key (the compaction identity of one record of one source's ledger):
 //
 //	byte 0     kind = 5
-//	u16        source, e.g. "events/3" (as in a kind-1 key)
+//	u16        source, e.g. "events/3"
 //	byte       part: 1 snapshot chunk, 2 delta, 3 heartbeat (another
 //	           part fails with ErrUnknownVersion: readers skip it)
 //	4 bytes    snapshot and delta only: the chunk or delta number,
@@ -91,7 +91,7 @@ func (p LedgerPart) String() string {
 	return fmt.Sprintf("part %d", byte(p))
 }
 
-// Limits a reader checks in every ledger record (and kind-1 report): a
+// Limits a reader checks in every ledger record: a
 // value outside them is corrupt (ErrCorrupt), whoever wrote it, so that no
 // restored counter wraps, no sum turns infinite and no sequence runs out.
 const (

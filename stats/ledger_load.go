@@ -77,8 +77,8 @@ func (p *LedgerProblem) Unwrap() error { return p.Err }
 // LoadLedgers restores the committed ledgers of sources: it reads, for
 // each source "topic/partition", partition number partition of the stats
 // topic (and nothing else), from its start to the high watermark it has
-// when LoadLedgers is called, with read_committed, as LoadCheckpoints does:
-// a transaction still open is waited for (its records count once it
+// when LoadLedgers is called, with read_committed: a transaction still
+// open is waited for (its records count once it
 // commits, never when it aborts), and the result is exactly what the
 // committed transactions wrote. Records of other sources in those
 // partitions are skipped.

@@ -83,14 +83,12 @@ func TestLoadLedgers(t *testing.T) {
 	for i := range 40 {
 		a.step(4, i%7 != 6)
 	}
-	// Foreign records in partition 2: a kind-1 report and a ledger key
-	// of a part this build does not know.
-	pub, _ := NewPublisher("stats")
-	rep, _ := pub.Records([]flow.Report{{Budget: "b", Source: "events/2"}})
-	rep[0].Partition = 2
+	// Foreign records in partition 2: a record of a reserved kind (1)
+	// and a ledger key of a part this build does not know.
+	reserved := &kgo.Record{Topic: "stats", Partition: 2, Key: []byte("\x01\x00\x01b\x00\x08events/2"), Value: []byte{1, 1}}
 	future, _ := LedgerKey("events/2", LedgerHeartbeat, 0)
 	future[len(future)-1] = 9
-	produceSync(t, newClient(t, conn, kgo.RecordPartitioner(kgo.ManualPartitioner())), rep[0],
+	produceSync(t, newClient(t, conn, kgo.RecordPartitioner(kgo.ManualPartitioner())), reserved,
 		&kgo.Record{Topic: "stats", Partition: 2, Key: future, Value: []byte("from the future")})
 
 	load := func() map[string]LedgerState {

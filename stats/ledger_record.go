@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // ledgerHeaderMax bounds the bytes of a ledger value before its entries:
@@ -165,7 +164,3 @@ func DecodeLedger(key, value []byte) (LedgerRecord, error) {
 	}
 	return r, nil
 }
-
-// ledgerAt normalises an instant as decoding returns it (UTC, no
-// monotonic reading), so that what a writer keeps equals what readers see.
-func ledgerAt(t time.Time) time.Time { return t.Round(0).UTC() }

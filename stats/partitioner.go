@@ -2,17 +2,18 @@ package stats
 
 import "github.com/twmb/franz-go/pkg/kgo"
 
-// Partitioner returns a kgo.Partitioner that sends records of the manual
-// topics to the partition set in Record.Partition, and partitions records of
-// every other topic with base.
-//
-// Use it on the consumer's producing client with the checkpoint topic as a
-// manual topic, so that CheckpointRecord lands in the partition of its
-// input partition, while outputs and stats records keep hashing by key. A
-// nil base means kgo's default partitioner,
-// kgo.UniformBytesPartitioner(64<<10, true, true, nil), which hashes keyed
-// records like the Java client (murmur2).
-func Partitioner(base kgo.Partitioner, manualTopics ...string) kgo.Partitioner {
+// LedgerPartitioner returns the kgo.Partitioner of a worker's producing
+// client. It sends the ledger records (kind 5) of statsTopic to
+// Record.Partition (Ledger sets it to the source's partition number) and
+// the other records of statsTopic (definitions, worker statuses) with
+// base's key hashing, so that every worker writes a given key to one
+// partition; it sends the records of manualTopics (the caps changelogs,
+// partitioned like the input) to Record.Partition, and partitions every
+// other topic with base. An empty statsTopic leaves the stats topic to
+// base too. A nil base means kgo's default partitioner,
+// kgo.UniformBytesPartitioner(64<<10, true, true, nil), which hashes
+// keyed records like the Java client (murmur2).
+func LedgerPartitioner(base kgo.Partitioner, statsTopic string, manualTopics ...string) kgo.Partitioner {
 	if base == nil {
 		base = kgo.UniformBytesPartitioner(64<<10, true, true, nil)
 	}
@@ -20,18 +21,7 @@ func Partitioner(base kgo.Partitioner, manualTopics ...string) kgo.Partitioner {
 	for _, t := range manualTopics {
 		m[t] = struct{}{}
 	}
-	return &partitioner{base: base, manual: m}
-}
-
-// LedgerPartitioner is Partitioner(base, manualTopics...) that also sends
-// the ledger records (kind 5) of statsTopic to Record.Partition (Ledger
-// sets it to the source's partition number), while the other records of
-// statsTopic (definitions, kind-1 reports) keep base's key hashing, so
-// that every worker writes a given definition key to one partition.
-func LedgerPartitioner(base kgo.Partitioner, statsTopic string, manualTopics ...string) kgo.Partitioner {
-	p := Partitioner(base, manualTopics...).(*partitioner)
-	p.ledger = statsTopic
-	return p
+	return &partitioner{base: base, manual: m, ledger: statsTopic}
 }
 
 type partitioner struct {

@@ -16,9 +16,9 @@ type TopicSpec struct {
 	Name string
 	// Partitions is the partition count to create with; 0 or -1 lets the
 	// broker choose (num.partitions). An existing topic with fewer
-	// partitions than a positive Partitions is a mismatch: a checkpoint
-	// topic with fewer partitions than its input cannot hold every source.
-	// An existing topic with more is accepted.
+	// partitions than a positive Partitions is a mismatch: a stats topic
+	// with fewer partitions than its input cannot hold every source's
+	// ledger. An existing topic with more is accepted.
 	Partitions int32
 	// ReplicationFactor is the replica count to create with; 0 or -1 lets
 	// the broker choose (default.replication.factor).
@@ -41,17 +41,6 @@ type TopicSpec struct {
 // Every View reads every partition.
 func StatsTopic(name string, partitions int32) TopicSpec {
 	return TopicSpec{Name: name, Partitions: partitions, Compact: true}
-}
-
-// CheckpointTopic is the spec of the compacted checkpoint topic: it needs at
-// least as many partitions as the largest input topic, since the checkpoint
-// of input partition p is stored in its partition p.
-//
-// Deprecated: the ledger of each source on the stats topic (Ledger,
-// LoadLedgers) replaces the checkpoint topic; this goes once the consumer
-// has switched to it.
-func CheckpointTopic(name string, inputPartitions int32) TopicSpec {
-	return TopicSpec{Name: name, Partitions: inputPartitions, Compact: true}
 }
 
 // compactSegmentMs is segment.ms for compacted topics: Kafka compacts only

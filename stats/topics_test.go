@@ -16,7 +16,7 @@ func TestEnsureTopics(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, conn))
 	specs := []TopicSpec{
 		StatsTopic("stats", 3),
-		CheckpointTopic("checkpoints", 6),
+		CapTopic("caps", 6),
 		{Name: "out", Partitions: 2, Configs: map[string]string{"retention.ms": "3600000"}},
 	}
 
@@ -39,7 +39,7 @@ func TestEnsureTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	details, err := adm.ListTopics(ctx, "stats", "checkpoints", "out")
+	details, err := adm.ListTopics(ctx, "stats", "caps", "out")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +48,14 @@ func TestEnsureTopics(t *testing.T) {
 			t.Fatalf("%s: %d partitions, want %d", s.Name, n, s.Partitions)
 		}
 	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, "stats", "checkpoints", "out")
+	rcs, err := adm.DescribeTopicConfigs(ctx, "stats", "caps", "out")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]string{
-		"stats":       {"cleanup.policy": "compact", "segment.ms": compactSegmentMs},
-		"checkpoints": {"cleanup.policy": "compact"},
-		"out":         {"cleanup.policy": "delete", "retention.ms": "3600000"},
+		"stats": {"cleanup.policy": "compact", "segment.ms": compactSegmentMs},
+		"caps":  {"cleanup.policy": "compact"},
+		"out":   {"cleanup.policy": "delete", "retention.ms": "3600000"},
 	}
 	for _, rc := range rcs {
 		got := map[string]string{}
@@ -78,7 +78,7 @@ func TestEnsureTopicsMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err := EnsureTopics(ctx, adm, StatsTopic("plain", 1), CheckpointTopic("small", 4), StatsTopic("fine", 1))
+	err := EnsureTopics(ctx, adm, StatsTopic("plain", 1), CapTopic("small", 4), StatsTopic("fine", 1))
 	var te *TopicError
 	if !errors.Is(err, ErrTopicMismatch) || !errors.As(err, &te) {
 		t.Fatalf("err = %v", err)

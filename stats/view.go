@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,17 +19,15 @@ import (
 // topic from its start with a consumer of its own (read_committed, no
 // group, every partition): every source's ledger folded (kind 5,
 // ledger_fold.go), holding only the (budget, source) entries that count
-// something, indexed by budget; the definitions (kinds 2 and 4); and,
-// while workers still publish them, the kind-1 reports and kind-3 variant
-// counts, of which the newest record of a key wins and a tombstone removes
-// the key. Where a source has both a ledger and kind-1 (or kind-3)
-// records, the newer instant wins.
-// Records that cannot be decoded (corrupt, a newer major version, a kind
-// this build does not know) are skipped and counted in Stats.
+// something, indexed by budget; the definitions (kinds 2 and 4) and the
+// workers' statuses (kind 6), of which the newest record of a key wins
+// and a tombstone removes the key. Records that cannot be decoded
+// (corrupt, a newer major version, a kind this build does not know) are
+// skipped and counted in Stats.
 //
 // A View is safe for concurrent use by many goroutines. It implements the
-// read side of flow.Exchange; Exchange adds the write side. The zero value
-// is not usable: create one with NewView, and Close it.
+// read side of flow.Exchange. The zero value is not usable: create one
+// with NewView, and Close it.
 type View struct {
 	topic   string
 	cfg     cfg
@@ -38,11 +35,10 @@ type View struct {
 	adm     *kadm.Client
 	created time.Time
 
-	mu      sync.RWMutex
-	led     ledgerIndex              // kind 5 (view_ledger.go)
-	budgets map[string][]flow.Report // kind 1, by budget, sorted by source
-	defs    definitions              // kinds 2-4 (definitions.go)
-	gen     uint64                   // counts changes to the set of budgets
+	mu   sync.RWMutex
+	led  ledgerIndex // kind 5 (view_ledger.go)
+	defs definitions // kinds 2, 4 and 6 (definitions.go)
+	gen  uint64      // counts changes to the set of budgets
 
 	sortMu sync.Mutex
 	sorted []string // the budgets, sorted, as of sortGen
@@ -67,9 +63,8 @@ type View struct {
 type errBox struct{ err error }
 
 type viewOp struct {
-	r       flow.Report
 	deleted bool
-	other   *Record // a record of kind 2-4, else nil
+	other   *Record // a record of another kind than the ledger, else nil
 	ledger  bool    // a ledger record: the fields below
 	src     []byte
 	part    LedgerPart
@@ -81,13 +76,13 @@ type viewOp struct {
 
 // ViewStats are a View's counters, for the caller's metrics.
 type ViewStats struct {
-	Applied     uint64 // records applied (reports and the other kinds)
+	Applied     uint64 // records applied (ledger records and the other kinds)
 	Deleted     uint64 // tombstones applied
 	Skipped     uint64 // records that could not be decoded
 	FetchErrors uint64 // fetch errors the client reported (it retries on its own)
 	LastError   error  // the newest decode (*RecordError) or fetch (*TopicError) error, or nil
 	Budgets     int    // budgets known
-	Sources     int    // (budget, source) pairs known (non-zero ledger entries, and kind-1 reports)
+	Sources     int    // (budget, source) pairs known: the non-zero ledger entries
 }
 
 // NewView starts following topic. clientOpts are the caller's connection
@@ -98,7 +93,7 @@ type ViewStats struct {
 //
 // NewView fails with a *TopicError wrapping ErrTopicNotFound when the topic
 // does not exist: create it first with EnsureTopics.
-func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Opt) (*View, error) {
+func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...ViewOpt) (*View, error) {
 	c := defaultCfg()
 	for _, o := range opts {
 		o.apply(&c)
@@ -122,7 +117,6 @@ func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Op
 		cl:      cl,
 		adm:     kadm.NewClient(cl),
 		created: c.now(),
-		budgets: make(map[string][]flow.Report),
 		caught:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -157,70 +151,24 @@ func (v *View) View(budget string, dst []flow.Report) []flow.Report {
 	return dst
 }
 
-// appendView is View under the read lock: the ledger entries and the
-// kind-1 reports of budget merged by source; where a source has both (a
-// ledger record and a kind-1 report), the newer instant wins, so workers
-// of either kind may own a source during an upgrade or a rollback.
+// appendView is View under the read lock.
 func (v *View) appendView(budget string, dst []flow.Report) []flow.Report {
-	var led []*ventry
 	if b := v.led.budgets[budget]; b != nil {
-		led = b.entries
-	}
-	legacy := v.budgets[budget]
-	if len(legacy) == 0 { // every source writes a ledger
-		for _, ve := range led {
+		for _, ve := range b.entries {
 			dst = append(dst, ve.report(budget))
-		}
-		return dst
-	}
-	for i, j := 0, 0; i < len(led) || j < len(legacy); {
-		var c int
-		switch {
-		case j == len(legacy):
-			c = -1
-		case i == len(led):
-			c = 1
-		default:
-			c = strings.Compare(led[i].src.name, legacy[j].Source)
-		}
-		switch {
-		case c < 0:
-			dst = append(dst, led[i].report(budget))
-			i++
-		case c > 0:
-			if r := legacy[j]; v.legacyShown(r) {
-				dst = append(dst, r)
-			}
-			j++
-		default:
-			if r := legacy[j]; r.At.After(led[i].src.at) {
-				dst = append(dst, r)
-			} else {
-				dst = append(dst, led[i].report(budget))
-			}
-			i, j = i+1, j+1
 		}
 	}
 	return dst
 }
 
-// Report returns the report of budget x source, if the View has one (the
-// newer of its ledger entry and its kind-1 report).
+// Report returns the report of budget x source, if the View has one.
 func (v *View) Report(budget, source string) (flow.Report, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	var led *ventry
 	if b := v.led.budgets[budget]; b != nil {
 		if i, ok := searchEntry(b.entries, source); ok {
-			led = b.entries[i]
+			return b.entries[i].report(budget), true
 		}
-	}
-	rs := v.budgets[budget]
-	if i, ok := searchSource(rs, source); ok && v.legacyShown(rs[i]) && (led == nil || rs[i].At.After(led.src.at)) {
-		return rs[i], true
-	}
-	if led != nil {
-		return led.report(budget), true
 	}
 	return flow.Report{}, false
 }
@@ -240,14 +188,9 @@ func (v *View) sortedBudgets() []string {
 		v.mu.RUnlock()
 		return v.sorted
 	}
-	out := make([]string, 0, len(v.led.budgets)+len(v.budgets))
+	out := make([]string, 0, len(v.led.budgets))
 	for b := range v.led.budgets {
 		out = append(out, b)
-	}
-	for b := range v.budgets {
-		if v.led.budgets[b] == nil {
-			out = append(out, b)
-		}
 	}
 	v.mu.RUnlock()
 	sort.Strings(out)
@@ -304,23 +247,6 @@ func (v *View) Stats() ViewStats {
 	}
 	v.mu.RLock()
 	s.Budgets, s.Sources = len(v.led.budgets), v.led.entries
-	for b, rs := range v.budgets {
-		lb := v.led.budgets[b]
-		if lb == nil {
-			s.Budgets++
-		}
-		for _, r := range rs {
-			if !v.legacyShown(r) {
-				continue
-			}
-			if lb != nil {
-				if _, both := searchEntry(lb.entries, r.Source); both {
-					continue // shown instead of the ledger entry
-				}
-			}
-			s.Sources++
-		}
-	}
 	v.mu.RUnlock()
 	return s
 }
@@ -432,12 +358,9 @@ func decodeOp(rec *kgo.Record, ents *[]rawEntry) (viewOp, error) {
 		}
 		op.to = len(*ents)
 		return op, err
-	case len(rec.Key) > 0 && Kind(rec.Key[0]) != KindReport:
-		o, err := DecodeRecord(rec.Key, rec.Value)
-		return viewOp{other: &o, deleted: o.Deleted}, err
 	}
-	r, deleted, err := DecodeReport(rec.Key, rec.Value)
-	return viewOp{r: r, deleted: deleted}, err
+	o, err := DecodeRecord(rec.Key, rec.Value)
+	return viewOp{other: &o, deleted: o.Deleted}, err
 }
 
 // applyOp applies one decoded record under the write lock; it reports
@@ -454,40 +377,8 @@ func (v *View) applyOp(op *viewOp, ents []rawEntry) bool {
 				v.gen++
 			}
 		}
-	case op.other != nil:
-		v.defs.apply(op.other)
 	default:
-		v.applyReport(op.r, op.deleted)
+		v.defs.apply(op.other)
 	}
 	return op.deleted
-}
-
-// applyReport applies a kind-1 report or tombstone.
-func (v *View) applyReport(r flow.Report, deleted bool) {
-	rs := v.budgets[r.Budget]
-	i, found := searchSource(rs, r.Source)
-	switch {
-	case deleted && !found:
-		return
-	case deleted:
-		if rs = slices.Delete(rs, i, i+1); len(rs) == 0 {
-			delete(v.budgets, r.Budget)
-			v.gen++
-			return
-		}
-	case found:
-		rs[i] = r
-	default:
-		if len(rs) == 0 {
-			v.gen++
-		}
-		rs = slices.Insert(rs, i, r)
-	}
-	v.budgets[r.Budget] = rs
-}
-
-func searchSource(rs []flow.Report, source string) (int, bool) {
-	return slices.BinarySearchFunc(rs, source, func(r flow.Report, s string) int {
-		return strings.Compare(r.Source, s)
-	})
 }

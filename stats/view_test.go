@@ -14,11 +14,27 @@ import (
 )
 
 // worker simulates one node: the reports of the sources it owns, advanced
-// by round.
+// by round, which it writes as a whole ledger per source.
 type worker struct {
 	sources []string
 	budgets []string
 }
+
+// records returns one ledger snapshot per source of w at round: its
+// reports, at sequence round.
+func (w worker) records(t testing.TB, topic string, round uint64) []*kgo.Record {
+	bySource := map[string][]flow.Report{}
+	for _, r := range w.reports(round) {
+		bySource[r.Source] = append(bySource[r.Source], r)
+	}
+	var out []*kgo.Record
+	for _, src := range w.sources {
+		out = append(out, snapshotRecord(t, topic, src, round, roundAt(round), bySource[src]))
+	}
+	return out
+}
+
+func roundAt(round uint64) time.Time { return t0.Add(time.Duration(round) * time.Second) }
 
 func (w worker) reports(round uint64) []flow.Report {
 	var out []flow.Report
@@ -28,7 +44,7 @@ func (w worker) reports(round uint64) []flow.Report {
 			out = append(out, flow.Report{
 				Budget:   b,
 				Source:   s,
-				At:       t0.Add(time.Duration(round) * time.Second),
+				At:       roundAt(round),
 				Since:    t1,
 				Total:    flow.Counters{Offered: n, Passed: n / 2, Rewards: float64(n) / 10},
 				Period:   int64(round),
@@ -39,7 +55,7 @@ func (w worker) reports(round uint64) []flow.Report {
 	return out
 }
 
-func newView(t testing.TB, conn []kgo.Opt, topic string, opts ...Opt) *View {
+func newView(t testing.TB, conn []kgo.Opt, topic string, opts ...ViewOpt) *View {
 	t.Helper()
 	v, err := NewView(testCtx(t), topic, conn, opts...)
 	if err != nil {
@@ -93,18 +109,12 @@ func TestViewTwoWorkers(t *testing.T) {
 	cluster, conn := newCluster(t)
 	const topic = "stats"
 	ensure(t, conn, StatsTopic(topic, 3))
-	pub, err := NewPublisher(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
 	a := &worker{sources: []string{"events/0", "events/1"}, budgets: []string{"all", "campaign/x"}}
 	b := &worker{sources: []string{"events/2"}, budgets: []string{"all", "campaign/x", "campaign/y"}}
 	ca, cb := newClient(t, conn), newClient(t, conn)
 	publish := func(cl *kgo.Client, w *worker, round uint64) {
 		t.Helper()
-		if err := pub.Publish(testCtx(t), cl, w.reports(round)); err != nil {
-			t.Fatal(err)
-		}
+		produceSync(t, cl, w.records(t, topic, round)...)
 	}
 
 	for round := uint64(1); round <= 3; round++ {
@@ -148,17 +158,18 @@ func TestViewTwoWorkers(t *testing.T) {
 		t.Fatalf("restarted view: %v", err)
 	}
 
-	// A tombstone removes a source; removing the last source of a budget
-	// removes the budget.
-	tomb, err := pub.Tombstone("campaign/y", "events/2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	produceSync(t, cb, tomb)
+	// A budget dropped from a source's ledger leaves the source; leaving
+	// the last source of a budget removes the budget. A tombstone of an
+	// obsolete ledger key changes nothing but the count of deletions.
+	drop := ledgerRecord(t, topic, LedgerRecord{Source: "events/2", Part: LedgerDelta, Seq: 5, At: roundAt(4), Offset: 5,
+		DroppedBudgets: []string{"campaign/y"}})
+	obsolete, _ := LedgerKey("events/2", LedgerDelta, 9)
+	produceSync(t, cb, drop, &kgo.Record{Topic: topic, Key: obsolete})
 	delete(want, "campaign/y")
-	waitFor(t, "the tombstone", func() bool { return viewMatches(c, want) == nil && viewMatches(restarted, want) == nil })
-	if d := c.Stats().Deleted; d != 1 {
-		t.Fatalf("deleted = %d", d)
+	waitFor(t, "the drop", func() bool { return viewMatches(c, want) == nil && viewMatches(restarted, want) == nil })
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Deleted == 1 })
+	if err := viewMatches(c, want); err != nil {
+		t.Fatalf("after the tombstone: %v", err)
 	}
 }
 
@@ -170,14 +181,9 @@ func TestViewTransactions(t *testing.T) {
 	_, conn := newCluster(t)
 	const topic = "stats"
 	ensure(t, conn, StatsTopic(topic, 1))
-	pub, _ := NewPublisher(topic)
 	w := newClient(t, conn, kgo.TransactionalID("worker-1"))
 	report := func(passed uint64) []*kgo.Record {
-		recs, err := pub.Records([]flow.Report{{Budget: "all", Source: "events/0", At: t0, Total: flow.Counters{Passed: passed}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return recs
+		return []*kgo.Record{snapshotRecord(t, topic, "events/0", passed, t0, []flow.Report{{Budget: "all", Total: flow.Counters{Passed: passed}}})}
 	}
 	passed := func(v *View) uint64 {
 		r, _ := v.Report("all", "events/0")
@@ -238,10 +244,7 @@ func TestViewEmptyTopicIsCaughtUp(t *testing.T) {
 	}
 
 	// Age restarts at the newest applied record.
-	pub, _ := NewPublisher("stats")
-	if err := pub.Publish(testCtx(t), newClient(t, conn), []flow.Report{{Budget: "b", Source: "s"}}); err != nil {
-		t.Fatal(err)
-	}
+	produceSync(t, newClient(t, conn), snapshotRecord(t, "stats", "events/0", 1, t0, []flow.Report{{Budget: "b", Total: flow.Counters{Offered: 1}}}))
 	waitFor(t, "the report", func() bool { return len(v.View("b", nil)) == 1 })
 	mu.Lock()
 	now = now.Add(2 * time.Second)
@@ -263,14 +266,13 @@ func TestViewEmptyTopicIsCaughtUp(t *testing.T) {
 func TestViewSkipsUndecodable(t *testing.T) {
 	_, conn := newCluster(t)
 	ensure(t, conn, StatsTopic("stats", 1))
-	pub, _ := NewPublisher("stats")
-	good, _ := pub.Records([]flow.Report{{Budget: "b", Source: "s", Period: 9}})
-	k, _ := EncodeKey("b", "t")
+	good := snapshotRecord(t, "stats", "events/0", 1, t0, []flow.Report{{Budget: "b", Period: 9, Total: flow.Counters{Offered: 1}}})
+	k, _ := LedgerKey("events/1", LedgerHeartbeat, 0)
 	cl := newClient(t, conn)
 	produceSync(t, cl,
 		&kgo.Record{Topic: "stats", Key: []byte("not a key"), Value: []byte("x")},
 		&kgo.Record{Topic: "stats", Key: k, Value: []byte{2, 0}}, // a future major version
-		good[0],
+		good,
 	)
 	v := newView(t, conn, "stats")
 	if err := v.WaitCaughtUp(testCtx(t)); err != nil {
@@ -281,7 +283,7 @@ func TestViewSkipsUndecodable(t *testing.T) {
 	if st.Skipped != 2 || st.Applied != 1 || !errors.As(st.LastError, &re) || !errors.Is(st.LastError, ErrUnknownVersion) || re.Offset != 1 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if r, ok := v.Report("b", "s"); !ok || r.Period != 9 {
+	if r, ok := v.Report("b", "events/0"); !ok || r.Period != 9 {
 		t.Fatalf("Report = %+v, %v", r, ok)
 	}
 }

@@ -72,7 +72,7 @@ func TestDispatchUsageErrors(t *testing.T) {
 		{args: []string{"validate"}, code: 2, stderr: "no file: give it as the first argument (or with --config)"},
 		{args: []string{"validate", "--config", "../../config/testdata/example.yaml"}, code: 0, stdout: "ok\n", stderrNone: true},
 		{args: []string{"validate", "--config", bad}, code: 1, stdout: "colour: unknown field (line 2)", stderrNone: true},
-		{args: []string{"validate", "--config", legacy}, code: 0, stdout: "ok\n", stderr: "topics.checkpoints: deprecated and no longer written"},
+		{args: []string{"validate", "--config", legacy}, code: 1, stdout: "topics.checkpoints: removed: the checkpoint topic is no longer read", stderrNone: true},
 		{args: []string{"validate", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, code: 1, stderr: "no such file"},
 	}
 	for _, tc := range cases {

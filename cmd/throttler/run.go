@@ -103,9 +103,6 @@ or others can read gets a warning.
 			if err != nil {
 				return err
 			}
-			for _, d := range cfg.Deprecated() {
-				log.Warn().Str("path", d.Path).Int("line", d.Line).Msg(d.Reason)
-			}
 			for _, w := range cfg.SecretWarnings() {
 				log.Warn().Msg(w)
 			}
@@ -232,8 +229,8 @@ func waitBrokers(ctx context.Context, log zerolog.Logger, opts []kgo.Opt, broker
 }
 
 // ensureOutputTopics checks that the input and reward topics exist and
-// creates the topics the worker writes to (other than stats and
-// checkpoints, which the worker creates) when they are missing.
+// creates the topics the worker writes to (other than the stats, caps and
+// control topics, which the worker creates) when they are missing.
 func ensureOutputTopics(ctx context.Context, cfg *config.Config, opts []kgo.Opt, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -66,28 +66,23 @@ func statusCluster(t *testing.T, ctx context.Context, now time.Time) string {
 	add(pub.BudgetRecord(stats.BudgetDef{Budget: flow.Budget{Name: "spring", Target: 6000, Begin: begin, End: end}, At: now}))
 	add(pub.BudgetRecord(stats.BudgetDef{Budget: flow.Budget{Name: "hourly", Target: 100, Period: 1000 * time.Hour}, At: now}))
 	idx := now.UnixNano() / int64(1000*time.Hour)
-	var reports []flow.Report
 	for i, src := range []string{"events/0", "events/1", "events/2"} {
-		reports = append(reports,
-			flow.Report{Budget: "spring", Source: src, At: now, Total: flow.Counters{Offered: 4000, Passed: 2000}, InPeriod: flow.Counters{Offered: 4000, Passed: 2000}},
-			flow.Report{Budget: "hourly", Source: src, At: now, Period: idx, InPeriod: flow.Counters{Offered: 100, Passed: uint64(10 * (i + 1))}},
-			flow.Report{Budget: "hourly", Source: src + "old", At: now, Period: idx - 1, InPeriod: flow.Counters{Offered: 100, Passed: 99}}, // an earlier period: not counted
-		)
 		// fair: a 50/50 split counted 24,950 / 25,050 keys in all, its
 		// events skewed by heavy keys; skewed: a 50/50 split counted
 		// 26,000 / 24,000 keys, one event each.
 		red, blue := []uint64{8000, 8000, 8950}[i], []uint64{8000, 9000, 8050}[i]
-		add(pub.VariantsRecord(stats.VariantCounts{Layer: "ui", Experiment: "color", Source: src, At: now,
-			Counts: []stats.VariantCount{{Variant: "red", Count: 3 * red, Keys: red}, {Variant: "blue", Count: 2 * blue, Keys: blue}}}))
 		a := []uint64{9000, 9000, 8000}[i]
-		add(pub.VariantsRecord(stats.VariantCounts{Layer: "skew", Experiment: "arm", Source: src, At: now,
-			Counts: []stats.VariantCount{{Variant: "a", Count: a, Keys: a}, {Variant: "b", Count: 8000, Keys: 8000}}}))
+		add(ledgerSnapshot("g.stats", src, now, []flow.Report{
+			{Budget: "spring", Total: flow.Counters{Offered: 4000, Passed: 2000}, InPeriod: flow.Counters{Offered: 4000, Passed: 2000}},
+			{Budget: "hourly", Period: idx, InPeriod: flow.Counters{Offered: 100, Passed: uint64(10 * (i + 1))}},
+		}, []stats.VariantCounts{
+			{Layer: "ui", Experiment: "color", Counts: []stats.VariantCount{{Variant: "red", Count: 3 * red, Keys: red}, {Variant: "blue", Count: 2 * blue, Keys: blue}}},
+			{Layer: "skew", Experiment: "arm", Counts: []stats.VariantCount{{Variant: "a", Count: a, Keys: a}, {Variant: "b", Count: 8000, Keys: 8000}}},
+		}))
+		add(ledgerSnapshot("g.stats", src+"old", now, []flow.Report{
+			{Budget: "hourly", Period: idx - 1, InPeriod: flow.Counters{Offered: 100, Passed: 99}}, // an earlier period: not counted
+		}, nil))
 	}
-	rs, err := pub.Records(reports)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs = append(recs, rs...)
 	add(pub.ExperimentRecord(stats.ExperimentDef{Layer: "ui", Experiment: "color", At: now, Variants: []stats.VariantDef{
 		{Name: "red", Weight: 0.5, Topic: "out-red", Limit: splitter.LimitBudget("ui", "color", "red"), Fallback: "output"}, {Name: "blue", Weight: 0.5, Topic: "out-blue"}}}))
 	add(pub.ExperimentRecord(stats.ExperimentDef{Layer: "skew", Experiment: "arm", At: now, Variants: []stats.VariantDef{
@@ -96,6 +91,17 @@ func statusCluster(t *testing.T, ctx context.Context, now time.Time) string {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// ledgerSnapshot returns the record of source's whole ledger in one
+// snapshot chunk at instant at: its budget entries and variant counts.
+func ledgerSnapshot(topic, source string, at time.Time, reports []flow.Report, variants []stats.VariantCounts) (*kgo.Record, error) {
+	k, v, err := stats.EncodeLedger(stats.LedgerRecord{Source: source, Part: stats.LedgerSnapshot, Chunks: 1, Seq: 1, At: at, Offset: 1,
+		Reports: reports, Variants: variants})
+	if err != nil {
+		return nil, err
+	}
+	return &kgo.Record{Topic: topic, Key: k, Value: v}, nil
 }
 
 func TestStatusCommand(t *testing.T) {

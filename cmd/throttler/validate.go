@@ -19,8 +19,7 @@ every problem at once, one per line as "path: reason (line N)" in the
 order of the file's lines, and exits 1: values of the wrong type, unknown
 fields (with the field a misspelling likely meant: "did you mean
 ` + "`begin`" + `?"), repeated keys, required fields left out ("is required") and
-every rule the values break. Deprecated settings are printed on stderr the
-same way; they do not make the file invalid.`,
+every rule the values break.`,
 	setup: func(fs *flag.FlagSet) action {
 		flagPath := fs.String("config", "", "config `file` to check (or give it as the argument)")
 		return func(_ context.Context, e *env) error {
@@ -28,13 +27,10 @@ same way; they do not make the file invalid.`,
 			if err != nil {
 				return err
 			}
-			c, err := config.Load(path)
+			_, err = config.Load(path)
 			var ps config.Problems
 			switch {
 			case err == nil:
-				for _, d := range c.Deprecated() {
-					fmt.Fprintln(e.stderr, d.Error())
-				}
 				fmt.Fprintln(e.stdout, "ok")
 				return nil
 			case errors.As(err, &ps):

@@ -25,7 +25,7 @@ const framedFetchWait = 500 * time.Millisecond
 // formats holds the decoder and worker options of a configuration's
 // formats.
 type formats struct {
-	input, rewards []decode.DecodeOpt
+	input, rewards []decode.Opt
 	worker         []consumer.Opt
 	source         *registry.Source // nil when every topic is JSON
 }

@@ -112,16 +112,16 @@ func NewWorker(c *config.Config, opts ...consumer.Opt) (*consumer.Worker, *flow.
 // options (the formats'). It accepts every budget name: the worker's flow
 // tree says which exist (its decide stage dead-letters the others), and
 // they change while it runs.
-func decoder(c *config.Config, more ...decode.DecodeOpt) (*decode.Decoder, error) {
+func decoder(c *config.Config, more ...decode.Opt) (*decode.Decoder, error) {
 	f := c.Fields
-	dopts := []decode.DecodeOpt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
+	dopts := []decode.Opt{decode.KeyPath(f.Key), decode.IDPath(f.ID), decode.ScorePath(f.Score), decode.ScoreExpr(f.ScoreExpr), decode.TimePath(f.Time),
 		// Experiments bucket events by key: a keyless event is a bad
 		// record rather than one that escapes bucketing unseen.
 		decode.RequireKey(len(c.Layers) > 0)}
 	if f.Budget != "" {
 		dopts = append(dopts, decode.BudgetPath(f.Budget))
 	}
-	return decode.NewDecoder(nil, append(dopts, more...)...)
+	return decode.NewDecoder(append(dopts, more...)...)
 }
 
 // workerOpts returns the worker options of the configuration but the
@@ -138,14 +138,13 @@ func workerOpts(c *config.Config, sp *splitter.Splitter, limits []pipeline.Varia
 	all := []consumer.Opt{
 		consumer.Group(c.Group),
 		consumer.WithTopics(consumer.Topics{
-			Input:       c.Topics.Input,
-			Rewards:     c.Topics.Rewards,
-			Output:      c.Topics.Output,
-			Rejected:    c.Topics.Rejected,
-			DeadLetter:  c.Topics.DeadLetter,
-			Stats:       c.Topics.Stats,
-			Checkpoints: c.Topics.Checkpoints,
-			Control:     c.Topics.Control,
+			Input:      c.Topics.Input,
+			Rewards:    c.Topics.Rewards,
+			Output:     c.Topics.Output,
+			Rejected:   c.Topics.Rejected,
+			DeadLetter: c.Topics.DeadLetter,
+			Stats:      c.Topics.Stats,
+			Control:    c.Topics.Control,
 		}),
 		consumer.WithDelivery(delivery),
 		consumer.WithSplitter(sp),

@@ -111,10 +111,10 @@ type runner struct {
 	prefix  string
 	admCl   *kgo.Client
 	adm     *kadm.Client
-	enc     loadgen.Encoder    // of the input's format
-	decOpts []decode.DecodeOpt // the pipeline decoder's of the format
-	streams *streamsJVM        // nil: no Streams side
-	inputs  []string           // created, deleted at the end
+	enc     loadgen.Encoder // of the input's format
+	decOpts []decode.Opt    // the pipeline decoder's of the format
+	streams *streamsJVM     // nil: no Streams side
+	inputs  []string        // created, deleted at the end
 }
 
 func (r *runner) input() string    { return r.prefix + "in" }

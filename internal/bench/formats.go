@@ -35,6 +35,6 @@ func (r *runner) setupFormat(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return srv.Close, err
 	}
-	r.decOpts = []decode.DecodeOpt{decode.WithFormat(f), decode.WithSchemas(src)}
+	r.decOpts = []decode.Opt{decode.WithFormat(f), decode.WithSchemas(src)}
 	return srv.Close, nil
 }

@@ -103,7 +103,7 @@ func (p passthrough) decodeAll(recs []*kgo.Record) error {
 			var d decode.Decoded
 			scan := p.dec.NewScan(p.input)
 			for _, r := range recs[k*len(recs)/n : (k+1)*len(recs)/n] {
-				if err := p.dec.DecodeWith(r.Key, r.Value, r.Timestamp, &d, scan, nil); err != nil {
+				if err := p.dec.DecodeWith(r.Key, r.Value, r.Timestamp, &d, scan); err != nil {
 					errs[k] = fmt.Errorf("decode %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 					return
 				}

@@ -25,11 +25,10 @@ func (r *runner) pipelineRound(ctx context.Context, i int, side string, c Config
 	}
 	group := r.name(what, i)
 	topics := consumer.Topics{
-		Input:       []string{input},
-		Output:      r.name(what+"-out", i),
-		DeadLetter:  r.name(what+"-dlq", i),
-		Stats:       r.name(what+"-stats", i),
-		Checkpoints: r.name(what+"-ckpt", i),
+		Input:      []string{input},
+		Output:     r.name(what+"-out", i),
+		DeadLetter: r.name(what+"-dlq", i),
+		Stats:      r.name(what+"-stats", i),
 	}
 	create := []string{topics.Output, topics.DeadLetter}
 	if !c.DropRejected {
@@ -39,7 +38,7 @@ func (r *runner) pipelineRound(ctx context.Context, i int, side string, c Config
 	if err := r.createTopics(ctx, create...); err != nil {
 		return Round{}, err
 	}
-	defer r.cleanup(group, append(create, topics.Stats, topics.Checkpoints)...)
+	defer r.cleanup(group, append(create, topics.Stats)...)
 	w, err := newPipeline(r.clientOpts(), group, topics, c, time.Now(), expectRPS, r.decOpts...)
 	if err != nil {
 		return Round{}, err
@@ -130,13 +129,13 @@ func logCommits(log zerolog.Logger, w *consumer.Worker) {
 // made up over the whole window rather than over three sync intervals
 // (the start-up time of the worker counts as lag, which would otherwise
 // make it pass nearly everything).
-func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config, now time.Time, expectRPS float64, decOpts ...decode.DecodeOpt) (*consumer.Worker, error) {
+func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config, now time.Time, expectRPS float64, decOpts ...decode.Opt) (*consumer.Worker, error) {
 	budgets := c.budgets(now, expectRPS)
 	tree, err := flow.NewTree(budgets, flow.Acceleration(time.Hour), flow.SyncInterval(c.SyncInterval))
 	if err != nil {
 		return nil, err
 	}
-	dec, err := newDecoder(budgets, decOpts...)
+	dec, err := newDecoder(decOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,13 +150,9 @@ func newPipeline(opts []kgo.Opt, group string, topics consumer.Topics, c Config,
 	)
 }
 
-// newDecoder returns the pipeline's decoder of budgets' events.
-func newDecoder(budgets []flow.Budget, decOpts ...decode.DecodeOpt) (*decode.Decoder, error) {
-	names := make([]string, len(budgets))
-	for i, b := range budgets {
-		names[i] = b.Name
-	}
-	return decode.NewDecoder(names, append([]decode.DecodeOpt{
+// newDecoder returns the pipeline's decoder of the load generator's events.
+func newDecoder(decOpts ...decode.Opt) (*decode.Decoder, error) {
+	return decode.NewDecoder(append([]decode.Opt{
 		decode.BudgetPath("campaign"), decode.KeyPath("user"), decode.IDPath("id"), decode.TimePath("ts")}, decOpts...)...)
 }
 

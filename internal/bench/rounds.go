@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 )
 
 // side is one side of a round: its name (Round.Side) and how round i of it
@@ -87,9 +86,8 @@ func (r *runner) sides() ([]side, error) {
 		return keep(sidePassthrough, rd, err)
 	}}}
 	if c.DecodeReference {
-		// The decode reference decodes with the pipeline's decoder; the
-		// budgets' targets do not matter to it.
-		ref, err := newDecoder(c.budgets(time.Now(), 1), r.decOpts...)
+		// The decode reference decodes with the pipeline's decoder.
+		ref, err := newDecoder(r.decOpts...)
 		if err != nil {
 			return nil, err
 		}

@@ -34,9 +34,11 @@ type Source interface {
 // Defaults of the options.
 const (
 	DefaultSampleEvery = time.Second
-	DefaultMaxPoints   = 2_000_000
-	DefaultStaleAfter  = 15 * time.Second
-	DefaultMaxStreams  = 64
+	// DefaultMaxPoints bounds the points of all curves together (each
+	// budget keeps at least 32; see history.go): 24 MB.
+	DefaultMaxPoints  = 2_000_000
+	DefaultStaleAfter = 15 * time.Second
+	DefaultMaxStreams = 64
 	// Band is the tolerance band around the ideal course, in parts of
 	// the target: a budget outside it is off course.
 	Band = 0.01
@@ -53,14 +55,13 @@ type cfg struct {
 	topic       string
 	now         func() time.Time
 	sampleEvery time.Duration
-	maxPoints   int
 	staleAfter  time.Duration
 	maxStreams  int
 	guard       httpguard.Options
 }
 
 func defaultCfg() cfg {
-	return cfg{now: time.Now, sampleEvery: DefaultSampleEvery, maxPoints: DefaultMaxPoints, staleAfter: DefaultStaleAfter, maxStreams: DefaultMaxStreams}
+	return cfg{now: time.Now, sampleEvery: DefaultSampleEvery, staleAfter: DefaultStaleAfter, maxStreams: DefaultMaxStreams}
 }
 
 // Topic names the stats topic in the page and the API. Default "".
@@ -73,17 +74,9 @@ func Clock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now = now
 // one sample per tenth of a second is kept.
 func SampleEvery(d time.Duration) Opt { return optFunc(func(c *cfg) { c.sampleEvery = d }) }
 
-// MaxPoints bounds the points of all curves together (each budget keeps
-// at least 32; see history.go). Default 2,000,000 (24 MB).
-func MaxPoints(n int) Opt { return optFunc(func(c *cfg) { c.maxPoints = n }) }
-
 // StaleAfter is the report age past which a budget is shown as stale: its
 // oldest source's report is that old. Default 15s.
 func StaleAfter(d time.Duration) Opt { return optFunc(func(c *cfg) { c.staleAfter = d }) }
-
-// MaxStreams bounds the event streams (GET /api/v1/events) open at once;
-// one more is refused (503). Default DefaultMaxStreams (64).
-func MaxStreams(n int) Opt { return optFunc(func(c *cfg) { c.maxStreams = n }) }
 
 // Guard sets the TLS, credentials and allowed host names of Serve's
 // server (internal/httpguard; its CSP is the page's, CSP). Default: plain
@@ -123,9 +116,6 @@ func New(src Source, opts ...Opt) *Server {
 	if c.sampleEvery <= 0 {
 		c.sampleEvery = DefaultSampleEvery
 	}
-	if c.maxPoints <= 0 {
-		c.maxPoints = DefaultMaxPoints
-	}
 	if c.staleAfter <= 0 {
 		c.staleAfter = DefaultStaleAfter
 	}
@@ -134,7 +124,7 @@ func New(src Source, opts ...Opt) *Server {
 	}
 	c.guard.CSP = CSP
 	now := c.now()
-	s := &Server{cfg: c, src: src, hist: newHistory(now, c.maxPoints), tick: make(chan struct{}), closed: make(chan struct{})}
+	s := &Server{cfg: c, src: src, hist: newHistory(now, DefaultMaxPoints), tick: make(chan struct{}), closed: make(chan struct{})}
 	s.Sample(now)
 	return s
 }

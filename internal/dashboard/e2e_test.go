@@ -295,16 +295,16 @@ func serveOn(t *testing.T, s *Server) string {
 // would publish.
 func injectSkew(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) {
 	t.Helper()
-	pub, err := stats.NewPublisher(topic)
+	l, err := stats.NewLedger(topic, stats.LedgerState{Source: "events/99", Offset: -1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	skew, err := pub.VariantsRecord(stats.VariantCounts{Layer: "ui", Experiment: "color", Source: "events/99", At: time.Now(),
-		Counts: []stats.VariantCount{{Variant: "red", Count: 6000, Keys: 6000}, {Variant: "blue", Count: 3000, Keys: 3000}}})
+	skew, err := l.Records(stats.Changes{Variants: []stats.VariantCounts{{Layer: "ui", Experiment: "color",
+		Counts: []stats.VariantCount{{Variant: "red", Count: 6000, Keys: 6000}, {Variant: "blue", Count: 3000, Keys: 3000}}}}}, 1, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ProduceSync(ctx, skew).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, skew...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // window or period in memory.
 //
 // Memory bound: a point takes 12 bytes. All curves together keep at most
-// max(MaxPoints, B x minCurve) points, B the number of budgets, plus the
+// max(DefaultMaxPoints, B x minCurve) points, B the number of budgets, plus the
 // pinned curves (at most maxPinned x maxCurve points); a curve's slice
 // has room for at most twice its limit (append's doubling). With the
 // defaults that is at most 2 x 12 B x (max(2,000,000, B x 32) + 64 x

@@ -81,7 +81,7 @@ func TestHistoryFlatRunsAndPeriods(t *testing.T) {
 }
 
 // TestHistoryBound: 100,000 budgets that all change at every sample stay
-// within the stated bound (minCurve points each past MaxPoints), and a
+// within the stated bound (minCurve points each past DefaultMaxPoints), and a
 // pinned budget keeps more.
 func TestHistoryBound(t *testing.T) {
 	if testing.Short() {

@@ -108,6 +108,7 @@ func publish100k(t *testing.T, ctx context.Context, cl *kgo.Client, n int, now t
 		}
 		recs = recs[:0]
 	}
+	var reps [2][]flow.Report // the ledger entries of events/0 and events/1
 	for i := range n {
 		name := fmt.Sprintf("campaign-%06d", i)
 		r, err := pub.BudgetRecord(stats.BudgetDef{Budget: flow.Budget{Name: name, Target: 10000, Begin: begin, End: begin.Add(time.Hour)}, At: now})
@@ -115,17 +116,22 @@ func publish100k(t *testing.T, ctx context.Context, cl *kgo.Client, n int, now t
 			t.Fatal(err)
 		}
 		passed := uint64(10000 * (0.5 + 0.03*float64(i%61-30)/30))
-		reps, err := pub.Records([]flow.Report{
-			{Budget: name, Source: "events/0", At: now, InPeriod: flow.Counters{Offered: passed, Passed: passed / 2}},
-			{Budget: name, Source: "events/1", At: now, InPeriod: flow.Counters{Offered: passed, Passed: passed - passed/2}},
-		})
+		reps[0] = append(reps[0], flow.Report{Budget: name, InPeriod: flow.Counters{Offered: passed, Passed: passed / 2}})
+		reps[1] = append(reps[1], flow.Report{Budget: name, InPeriod: flow.Counters{Offered: passed, Passed: passed - passed/2}})
+		if recs = append(recs, r); len(recs) >= 30_000 {
+			flush()
+		}
+	}
+	for p, rs := range reps {
+		l, err := stats.NewLedger("scale.stats", stats.LedgerState{Source: stats.SourceName("events", int32(p)), Offset: -1}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = append(append(recs, r), reps...)
-		if len(recs) >= 30_000 {
-			flush()
+		lr, err := l.Records(stats.Changes{Reports: rs}, 1, now)
+		if err != nil {
+			t.Fatal(err)
 		}
+		recs = append(recs, lr...)
 	}
 	flush()
 }

@@ -1,7 +1,7 @@
 // Package kafkaconn is the one place where throttler's Kafka connection
 // options are made: seed brokers, TLS and SASL (PLAIN, SCRAM-SHA-256,
 // SCRAM-SHA-512), from a config.Security section or the equivalent
-// command-line flags. Every client (workers, stats view, checkpoint
+// command-line flags. Every client (workers, stats view, ledger
 // loading, topic creation, load generator, status commands) is built from
 // Opts, so that a cluster with authentication is reached the same way
 // everywhere.

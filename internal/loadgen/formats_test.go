@@ -37,7 +37,7 @@ func TestFormats(t *testing.T) {
 			}
 		}
 		df, _ := decode.ParseFormat(format)
-		d, err := decode.NewDecoder(nil, decode.WithFormat(df), decode.WithSchemas(src), decode.BudgetPath("campaign"),
+		d, err := decode.NewDecoder(decode.WithFormat(df), decode.WithSchemas(src), decode.BudgetPath("campaign"),
 			decode.KeyPath("user"), decode.IDPath("id"), decode.ScorePath("score"), decode.TimePath("ts"))
 		if err != nil {
 			t.Fatal(err)

@@ -218,9 +218,6 @@ func (g *Generator) Next(now time.Time) Event {
 	}
 }
 
-// Generated returns how many events Next has returned.
-func (g *Generator) Generated() uint64 { return g.seq }
-
 // campaign draws the event's campaign: a named budget by weight, or a
 // spread budget by rank.
 func (g *Generator) campaign() string {

@@ -2,12 +2,13 @@ package registry
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/throttler/throttler/internal/configerr"
 )
 
 // Defaults of the options.
@@ -25,8 +26,9 @@ const (
 	DefaultLookupBurst = 50
 )
 
-// ErrConfig is wrapped by New's errors about its arguments.
-var ErrConfig = errors.New("invalid schema registry configuration")
+// ErrConfig is wrapped by New's errors about its arguments: the one
+// sentinel of configuration errors (decode.ErrInvalidConfig).
+var ErrConfig = configerr.ErrInvalid
 
 // Opt configures a Source.
 type Opt interface{ apply(*cfg) }
@@ -58,15 +60,15 @@ func defaultCfg() cfg {
 func (c *cfg) validate(urls []string) error {
 	switch {
 	case len(urls) == 0:
-		return fmt.Errorf("%w: no URL", ErrConfig)
+		return fmt.Errorf("%w: schema registry: no URL", ErrConfig)
 	case c.requestTimeout <= 0 || c.wait < 0 || c.unknownFor < 0:
-		return fmt.Errorf("%w: timeouts must be positive", ErrConfig)
+		return fmt.Errorf("%w: schema registry: timeouts must be positive", ErrConfig)
 	case c.minBackoff <= 0 || c.maxBackoff < c.minBackoff:
-		return fmt.Errorf("%w: backoff from %v to %v", ErrConfig, c.minBackoff, c.maxBackoff)
+		return fmt.Errorf("%w: schema registry: backoff from %v to %v", ErrConfig, c.minBackoff, c.maxBackoff)
 	case c.now == nil:
-		return fmt.Errorf("%w: nil clock", ErrConfig)
+		return fmt.Errorf("%w: schema registry: nil clock", ErrConfig)
 	case c.maxIDs < 1 || !(c.lookups > 0) || c.lookupBurst < 1:
-		return fmt.Errorf("%w: ids kept, lookups and their burst must be positive", ErrConfig)
+		return fmt.Errorf("%w: schema registry: ids kept, lookups and their burst must be positive", ErrConfig)
 	}
 	return nil
 }
@@ -91,43 +93,6 @@ func BasicAuth(user, pass string) Opt { return optFunc(func(c *cfg) { c.user, c.
 // RequestTimeout bounds one request to the registry. Default
 // DefaultRequestTimeout (5s).
 func RequestTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.requestTimeout = d }) }
-
-// Wait is how long Schema waits for a fetch (a partition waits with it)
-// before answering that the schema is not available yet; the fetch goes
-// on. Default DefaultWait (2s).
-func Wait(d time.Duration) Opt { return optFunc(func(c *cfg) { c.wait = d }) }
-
-// Backoff sets the wait after a failed fetch of an id before the next,
-// doubling from min to max. Default DefaultMinBackoff (100ms) to
-// DefaultMaxBackoff (2s).
-func Backoff(min, max time.Duration) Opt {
-	return optFunc(func(c *cfg) { c.minBackoff, c.maxBackoff = min, max })
-}
-
-// UnknownFor is how long the registry's answer that it has no schema of
-// an id is believed before it is asked again (meanwhile records of the id
-// are dead-lettered, reason unknown_schema). Default DefaultUnknownFor
-// (10s).
-func UnknownFor(d time.Duration) Opt { return optFunc(func(c *cfg) { c.unknownFor = d }) }
-
-// MaxIDs bounds the schema ids the source keeps: what it fetched, and the
-// registry's answers that it has no such id. The least recently used id
-// goes first (a schema in use is fetched again if it went). Default
-// DefaultMaxIDs (1024).
-func MaxIDs(n int) Opt { return optFunc(func(c *cfg) { c.maxIDs = n }) }
-
-// Lookups bounds the fetches from the registry: perSecond on average,
-// burst at once. Records whose ids wait for a fetch are held (their
-// partition waits), as when the registry is slow: a stream of records
-// with distinct unknown ids makes at most perSecond requests a second,
-// not one per id at once. Default DefaultLookups (20) and
-// DefaultLookupBurst (50).
-func Lookups(perSecond float64, burst int) Opt {
-	return optFunc(func(c *cfg) { c.lookups, c.lookupBurst = perSecond, burst })
-}
-
-// WithClock sets the clock of backoffs. Default time.Now.
-func WithClock(now func() time.Time) Opt { return optFunc(func(c *cfg) { c.now = now }) }
 
 // WithLogger sets the logger. Default zerolog.Nop().
 func WithLogger(l zerolog.Logger) Opt {

@@ -72,7 +72,7 @@ func New(urls []string, opts ...Opt) (*Source, error) {
 	}
 	cl, err := sr.NewClient(srOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: schema registry: %v", ErrConfig, err)
 	}
 	s := &Source{cfg: c, cl: cl, lookups: rate.NewLimiter(rate.Limit(c.lookups), c.lookupBurst)}
 	// An entry evicted while cached (a schema it holds) leaves the gauge.

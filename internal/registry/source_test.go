@@ -83,13 +83,13 @@ func TestSourceFetchesOnce(t *testing.T) {
 		t.Fatalf("Schema(%d) = %+v, %v", pid, got, err)
 	}
 	// The decoder compiles it with its reference.
-	d, err := decode.NewDecoder(nil, decode.WithFormat(decode.FormatProtobuf), decode.WithSchemas(s), decode.Paths("user.id"))
+	d, err := decode.NewDecoder(decode.WithFormat(decode.FormatProtobuf), decode.WithSchemas(s), decode.Paths("user.id"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := append([]byte{0, 0, 0, 0, byte(pid), 0}, 0x0a, 0x03, 0x0a, 0x01, 'x') // C{user: U{id: "x"}}
 	var dd decode.Decoded
-	err = d.DecodeWith(nil, v, time.Time{}, &dd, d.NewScan("t"), nil)
+	err = d.DecodeWith(nil, v, time.Time{}, &dd, d.NewScan("t"))
 	if f := dd.Field(v, "user.id"); !errors.Is(err, decode.ErrBadRecord) || f.Str != "x" {
 		t.Fatalf("decode: %v (want missing_budget), user.id %+v", err, f)
 	}

@@ -12,8 +12,8 @@
 // budget changes at a rate through the control topic during the middle
 // third of the run.
 //
-// It reports per row: the coordination written (the stats, checkpoint,
-// caps and control topics' records and key+value bytes, read whole at the
+// It reports per row: the coordination written (the stats, caps and
+// control topics' records and key+value bytes, read whole at the
 // end: the broker compacts nothing during the run) against the input's;
 // the largest record; the transactions aborted in steady state (the last
 // two thirds of the load) from the workers' throttler_commits_total; each

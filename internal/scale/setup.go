@@ -20,7 +20,6 @@ const (
 	rejectTopic  = "rejected"
 	deadTopic    = group + ".dead-letter"
 	statsTopic   = group + ".stats"
-	ckptTopic    = group + ".checkpoints"
 	capsTopic    = group + ".caps"
 	controlTopic = group + ".changes"
 	pacedPrefix  = "paced-"
@@ -30,8 +29,8 @@ const (
 )
 
 // coordinationTopics are the topics whose bytes and records count as
-// coordination (issue 9): stats, checkpoints, caps and control.
-var coordinationTopics = []string{statsTopic, ckptTopic, capsTopic, controlTopic}
+// coordination: stats, caps and control.
+var coordinationTopics = []string{statsTopic, capsTopic, controlTopic}
 
 // destinations are the topics a worker delivers input records to.
 var destinations = []string{outputTopic, rejectTopic, deadTopic}

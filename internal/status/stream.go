@@ -18,8 +18,8 @@ type StreamSource interface {
 }
 
 // Stream writes the status at now of the budgets q selects (EachBudget)
-// and of every experiment to w: the tables of WriteText, followed, when q
-// selects, by a line saying how many budgets matched; or, with asJSON,
+// and of every experiment to w: two tables, budgets then experiments,
+// followed, when q selects, by a line saying how many budgets matched; or, with asJSON,
 // the JSON document of Status (BudgetsMatched and Query set), indented as
 // `throttler status --json` prints it. It writes one budget at a time and
 // holds only the q.Top best when q.Top is set: a status of 100,000

@@ -16,21 +16,6 @@ import (
 // splitter.SRMAlpha in the text output.
 const MismatchMark = "!! SRM"
 
-// WriteText prints st as two tables: budgets, then experiments.
-func WriteText(w io.Writer, st Status) error {
-	writeTextHead(w, st)
-	t := newBudgetTable(w)
-	for _, b := range st.Budgets {
-		if err := t.row(b); err != nil {
-			return err
-		}
-	}
-	if err := t.end(); err != nil {
-		return err
-	}
-	return writeExperiments(w, st.Experiments)
-}
-
 func writeTextHead(w io.Writer, st Status) {
 	fmt.Fprintf(w, "stats topic %s at %s\n\n", st.StatsTopic, st.At.Format(time.RFC3339))
 	if len(st.Parked) == 0 {

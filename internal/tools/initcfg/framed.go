@@ -113,7 +113,7 @@ func framedEvents(ctx context.Context, recs []Record, format decode.Format, sche
 	}
 	var decs []pathDecoder
 	for chunk := range slices.Chunk(paths, decoderPaths) {
-		d, err := decode.NewDecoder(nil, decode.BudgetPath(chunk[0]), decode.Paths(chunk[1:]...),
+		d, err := decode.NewDecoder(decode.BudgetPath(chunk[0]), decode.Paths(chunk[1:]...),
 			decode.WithFormat(format), decode.WithSchemas(schemas))
 		if err != nil {
 			return nil, nil, 0, err
@@ -149,7 +149,7 @@ func decodeFramed(r Record, decs []pathDecoder) (Event, bool) {
 	e := Event{Key: string(r.Key), Time: r.Timestamp}
 	for _, pd := range decs {
 		var dst decode.Decoded
-		err := pd.d.DecodeWith(r.Key, r.Value, r.Timestamp, &dst, pd.d.NewScan(""), nil)
+		err := pd.d.DecodeWith(r.Key, r.Value, r.Timestamp, &dst, pd.d.NewScan(""))
 		var re *decode.RecordError
 		if err != nil && (!errors.As(err, &re) || re.Reason != decode.ReasonMissingBudget && re.Reason != decode.ReasonBudgetType) {
 			return e, false
