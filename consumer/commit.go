@@ -139,7 +139,7 @@ func (w *Worker) partitions() []*partition {
 // and the definitions due; at a sync, the worker's status.
 //
 // At least once, nothing is taken back: the outputs and the stages'
-// records are flushed before the ledgers are written, so that a ledger
+// records are flushed first and the ledgers written after, so that a ledger
 // (and the offset it carries) never counts an output that was not
 // written. A partition whose ledger is ahead of the group's offset after
 // a crash then skips the records in between (partition.start).

@@ -381,7 +381,7 @@ func WithVariantLimits(limits ...pipeline.VariantLimit) Opt {
 // StartFunc starts something beside the worker: Run calls it once the
 // stats view has caught up and before the worker joins its group, fails
 // if it fails, and calls stop when Run returns. The control topic's
-// follower (internal/controlfeed, wired by internal/app) is one: the
+// follower (internal/controlfeed, wired by package app) is one: the
 // budget changes are read to the end of the topic before any event.
 type StartFunc func(ctx context.Context, w *Worker) (stop func(), err error)
 

@@ -294,8 +294,8 @@ func (p *partition) run() {
 // ledger's offset: records in between were processed (their outputs are
 // written) but not counted. Exactly once, the group's offset and the
 // ledger's are committed together and this cannot happen; at least once,
-// it means the offsets were committed without the ledger (by a version
-// before the ledger, or by hand).
+// it means the offsets were committed without the ledger (by a tool, by
+// hand, or by a deployment that wrote no ledgers).
 func (p *partition) checkStart(first int64) {
 	if ledger := p.led.Offset(); ledger >= 0 && first > ledger {
 		p.w.log.Warn().Str("source", p.source).Int64("ledger_offset", ledger).Int64("first_offset", first).

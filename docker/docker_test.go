@@ -1,6 +1,3 @@
-// Package docker holds the Dockerfile, the compose file and the config of
-// the compose run. No Docker engine exists on the build machines: this
-// test checks what can be checked without one.
 package docker
 
 import (

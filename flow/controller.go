@@ -110,7 +110,7 @@ type Controller struct {
 	closeErr, closeN float64
 	misses           []miss // of the sync under way (learnErr)
 
-	// smoothed quantities of seed 000
+	// smoothed quantities of the decentralized cluster limiter
 	steady   float64 // smoothed cluster rate of scored budgets
 	steadyAt int64
 	regimeAt int64 // when the cluster rate last jumped (steadyRate)

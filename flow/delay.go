@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Delay budgets (Budget.Delay) follow seed 002's RateLimit across a
+// Delay budgets (Budget.Delay) follow tower's RateLimit across a
 // cluster: at most Target passes per Period, and an event over the limit
 // waits for the next period instead of being rejected.
 //

@@ -1,9 +1,10 @@
 // Package flow holds throttler's algorithms: the decentralized pacing
 // controller, its score sketch and reward model, per-key GCRA caps, and
-// window and concurrency limits. It knows nothing of Kafka: time is always
+// delay budgets. It knows nothing of Kafka: time is always
 // an argument, and the counters peers exchange pass through the Exchange
 // interface. docs/pacing.md compares the controller with the limiter it
-// comes from (seed 000) and says why it departs from it.
+// comes from (the decentralized cluster limiter) and says why it departs
+// from it.
 //
 // # Pacing
 //
@@ -143,8 +144,9 @@
 //
 // Cap is a per-key frequency cap (GCRA, with the semantics of redis-cell's
 // CL.THROTTLE): one timestamp per key in an open-addressing table without
-// pointers, owned by one goroutine. WindowLimit and ConcurrencyLimit are
-// tower-style limits (seed 002).
+// pointers, owned by one goroutine. Delay budgets (Budget.Delay) are
+// tower's RateLimit across a cluster: an event over the period's limit
+// waits for the next period instead of being rejected.
 //
 // The simulator in flow/sim runs these controllers on scenarios in virtual
 // time: nodes and partitions that come and go, crashes, broker restarts,

@@ -3,7 +3,6 @@ package flow
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // schedule turns a budget's window or period into instants (Unix
@@ -123,5 +122,3 @@ func validateBudget(b Budget) error {
 	}
 	return nil
 }
-
-func nanos(t time.Time) int64 { return t.UnixNano() }

@@ -196,7 +196,8 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 	}
 }
 
-// record updates seed 000's smoothed quantities and the snapshot.
+// record updates the cluster limiter's smoothed quantities and the
+// snapshot.
 func (c *Controller) record(t int64, e *estimate, g progress, prm *params, synced bool) {
 	T, span := c.b.Target, c.span(e)
 	P := c.cfg.decay

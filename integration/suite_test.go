@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/app"
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/app"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/pipeline"
 )

@@ -103,7 +103,7 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 		return nil, err
 	}
 	kopts = append(kopts, sec.kfake...)
-	cluster, err := kfake.NewCluster(append(kopts, c.extra...)...)
+	cluster, err := kfake.NewCluster(kopts...)
 	if err != nil {
 		ln.Close() // kfake closes it only once the listener was handed over
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
@@ -186,11 +186,6 @@ func (b *Broker) Addr() string { return b.addrs[0] }
 
 // Addrs returns the seed addresses of the cluster, for kgo.SeedBrokers.
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
-
-// ClientOpts returns the kgo options of a client of this broker: its
-// seed address and, when the broker has them, its first SASL user's
-// credentials and TLS pinned to its own certificate.
-func (b *Broker) ClientOpts() []kgo.Opt { return append([]kgo.Opt(nil), b.clientOpts...) }
 
 // Cluster returns the kfake cluster, for tests that drive it directly
 // (for example Compact).

@@ -16,7 +16,7 @@ func TestCompactionRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	compact := "compact"
-	if err := EnsureTopics(ctx, b.Addrs(), 1, map[string]*string{"cleanup.policy": &compact}, "state"); err != nil {
+	if err := EnsureTopicsOpts(ctx, []kgo.Opt{kgo.SeedBrokers(b.Addrs()...)}, 1, map[string]*string{"cleanup.policy": &compact}, "state"); err != nil {
 		t.Fatal(err)
 	}
 	cl := client(t, b)

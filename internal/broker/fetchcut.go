@@ -24,7 +24,7 @@ const minPartitionBytes = 256 << 10
 // middle of a partition, it leaves the loop over partitions at once,
 // past the listing: the partition's batches go out with no aborted
 // transaction, and a read_committed reader returns the records of an
-// aborted transaction among them (docs/kafka-notes.md, issue 11 item 2;
+// aborted transaction among them (docs/kafka-notes.md;
 // internal/kfakerepro TestFetchCutMidPartitionListsNoAbortedTxn).
 //
 // The response limit is lifted, so that kfake never cuts a partition;

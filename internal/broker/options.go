@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // Defaults of the options.
@@ -29,7 +28,6 @@ type cfg struct {
 	seed       []string
 	compaction time.Duration
 	log        zerolog.Logger
-	extra      []kfake.Opt
 	users      []SASLUser
 	tlsCert    string
 	tlsKey     string
@@ -82,12 +80,6 @@ func CompactionInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.compa
 // levels, its informational messages at debug and its debug messages at
 // trace. Default: no logs.
 func Logger(l zerolog.Logger) Opt { return opt(func(c *cfg) { c.log = l }) }
-
-// KfakeOpts passes options straight to kfake.NewCluster, after the ones
-// this package sets (for example kfake.GroupMinSessionTimeout in tests).
-func KfakeOpts(opts ...kfake.Opt) Opt {
-	return opt(func(c *cfg) { c.extra = append(c.extra, opts...) })
-}
 
 // SASLUser is a user the broker authenticates, with its mechanism: PLAIN,
 // SCRAM-SHA-256 or SCRAM-SHA-512.

@@ -11,21 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// EnsureTopics creates, on the cluster at seeds (any Kafka, not only an
+// EnsureTopicsOpts creates, on the cluster the client options reach (seed
+// brokers, TLS, SASL: see internal/kafkaconn; any Kafka, not only an
 // embedded broker), those of topics that do not exist yet, with partitions
 // partitions (-1: the broker's default), the broker's default replication
 // and the given topic configs (nil for none). Topics that already exist are
 // left as they are. It retries until ctx is done while the cluster is not
 // reachable.
-func EnsureTopics(ctx context.Context, seeds []string, partitions int32, configs map[string]*string, topics ...string) error {
-	if len(topics) == 0 {
-		return nil
-	}
-	return EnsureTopicsOpts(ctx, []kgo.Opt{kgo.SeedBrokers(seeds...)}, partitions, configs, topics...)
-}
-
-// EnsureTopicsOpts is EnsureTopics with the client's options (seed
-// brokers, TLS, SASL: see internal/kafkaconn).
 func EnsureTopicsOpts(ctx context.Context, clientOpts []kgo.Opt, partitions int32, configs map[string]*string, topics ...string) error {
 	if len(topics) == 0 {
 		return nil

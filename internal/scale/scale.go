@@ -1,5 +1,5 @@
 // Package scale is `throttler scale`: one command that measures what a
-// deployment costs as its number of budgets grows (issue 9).
+// deployment costs as its number of budgets grows.
 //
 // For each budget count B of Config.Budgets, a row: an embedded broker
 // (`throttler broker`, a process of its own with a data directory), an
@@ -27,10 +27,9 @@
 // `throttler status --top 10` took at the end, once the broker compacted
 // its topics (SIGUSR1).
 //
-// Workers that deliver nothing (as before the ledger, at 25,000 budgets
-// and more) make a row that says so: every wait has a timeout, a worker
-// over Config.MaxRSS is killed, and the row's figures are what could be
-// measured.
+// Workers that deliver nothing make a row that says so: every wait has a
+// timeout, a worker over Config.MaxRSS is killed, and the row's figures
+// are what could be measured.
 package scale
 
 import (

@@ -1,8 +1,14 @@
-// Package app wires throttler's parts from a config file: the flow tree of
-// its budgets, the decoder of its field paths, the splitter of its layers,
-// the caps and variant limits, and the worker's options. It is the only
-// package that knows both the config and the worker, so that neither
-// needs the other.
+// Package app builds a throttler worker from a configuration: the flow
+// tree of its budgets, the decoder of its field paths, the splitter of its
+// layers, the caps and variant limits, and the worker's options. It is the
+// way to run what `throttler run` runs inside a Go program of one's own:
+// config.Parse (or config.Load) a file, NewWorker, Worker.Run; options
+// given to NewWorker (a logger, a Prometheus registry, kgo options) apply
+// after the configuration's. It is the only package that knows both the
+// config and the worker, so that neither needs the other. The worker
+// serves the configuration's HTTP endpoints and follows its control topic,
+// as `throttler run` does; signals, logging setup and exit codes stay the
+// caller's.
 package app
 
 import (
