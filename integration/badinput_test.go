@@ -9,15 +9,17 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/testcert"
+
+	. "github.com/throttler/throttler/integration/suite"
 )
 
 // TestBadInput runs the shared suite on kfake and on Apache Kafka: every
 // kind of bad record ends in the dead-letter topic with its reason, and
 // the good events around them are decided as usual, counts exact.
 func TestBadInput(t *testing.T) {
-	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
-		b := sharedCluster(t, k, 3)
-		runBadInputSuite(t, []string{b.addr}, config.Security{}, k.groupYAML(groupTimeouts{}), b.prefix)
+	OnBrokers(t, BothBrokers, func(t *testing.T, k BrokerKind) {
+		b := SharedCluster(t, k, 3)
+		RunBadInputSuite(t, []string{b.Addr}, config.Security{}, k.GroupYAML(GroupTimeouts{}), b.Prefix)
 	})
 }
 
@@ -27,8 +29,8 @@ func TestBadInputContainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: starts a Kafka container")
 	}
-	b := sharedCluster(t, containerKind, 3)
-	runBadInputSuite(t, []string{b.addr}, config.Security{}, containerKind.groupYAML(groupTimeouts{}), b.prefix)
+	b := SharedCluster(t, ContainerKind, 3)
+	RunBadInputSuite(t, []string{b.Addr}, config.Security{}, ContainerKind.GroupYAML(GroupTimeouts{}), b.Prefix)
 }
 
 // TestBadInputKfakeSASLTLS runs the shared suite on an embedded broker
@@ -36,7 +38,7 @@ func TestBadInputContainer(t *testing.T) {
 // session, transactions, stats view, checkpoints, topic creation) goes
 // through the config's security section.
 func TestBadInputKfakeSASLTLS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), SuiteTimeout)
 	defer cancel()
 	files, err := testcert.Write(t.TempDir())
 	if err != nil {
@@ -49,7 +51,7 @@ func TestBadInputKfakeSASLTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	runBadInputSuite(t, b.Addrs(), config.Security{
+	RunBadInputSuite(t, b.Addrs(), config.Security{
 		TLS:  config.TLS{CAFile: files.CA},
 		SASL: config.SASL{Mechanism: config.SASLScramSHA512, Username: "worker", Password: "w-secret"},
 	}, "", "")

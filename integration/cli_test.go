@@ -1,35 +1,13 @@
 package integration
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-)
 
-// runBin runs the throttler binary to its end (within a minute) and
-// returns its exit status and outputs.
-func runBin(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("%v: %v", args, err)
-	}
-	return code, out.String(), errOut.String()
-}
+	. "github.com/throttler/throttler/integration/suite"
+)
 
 // TestCLIAsUsersExpect drives each row of the table that asked for the CLI
 // as users of kubectl, promtool, kcat and rpk expect it, through the built
@@ -38,7 +16,7 @@ func TestCLIAsUsersExpect(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		// What the toolchain recorded in the binary, as `go version -m`
 		// reads it, is what the binary says of itself.
-		meta, err := exec.Command("go", "version", "-m", bin).Output()
+		meta, err := exec.Command("go", "version", "-m", Bin).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +39,7 @@ func TestCLIAsUsersExpect(t *testing.T) {
 			wantCommit = commit
 		}
 		for _, args := range [][]string{{"--version"}, {"version"}, {"validate", "--version"}} {
-			code, stdout, stderr := runBin(t, args...)
+			code, stdout, stderr := RunBin(t, args...)
 			for _, want := range []string{"throttler " + version + "\n", "commit:      " + wantCommit, "go:          " + goVersion + "\n", "franz-go:    " + franz + "\n"} {
 				if !strings.Contains(stdout, want) {
 					t.Errorf("%v: stdout lacks %q:\n%s", args, want, stdout)
@@ -80,17 +58,17 @@ budgets:
   - {name: a, target: 100, period: 1m}
 `
 	t.Run("validate FILE", func(t *testing.T) {
-		if code, stdout, stderr := runBin(t, "validate", writeFile(t, "good.yaml", valid)); code != 0 || stdout != "ok\n" || stderr != "" {
+		if code, stdout, stderr := RunBin(t, "validate", WriteFile(t, "good.yaml", valid)); code != 0 || stdout != "ok\n" || stderr != "" {
 			t.Errorf("good.yaml: exit %d, %q, %q", code, stdout, stderr)
 		}
-		code, stdout, stderr := runBin(t, "validate", writeFile(t, "bad.yaml", valid+"colour: red\n"))
+		code, stdout, stderr := RunBin(t, "validate", WriteFile(t, "bad.yaml", valid+"colour: red\n"))
 		if code != 1 || stdout != "colour: unknown field (line 6)\n" || stderr != "" {
 			t.Errorf("bad.yaml: exit %d, %q, %q", code, stdout, stderr)
 		}
 	})
 
 	t.Run("every problem at once", func(t *testing.T) {
-		file := writeFile(t, "four.yaml", `brokers: [127.0.0.1:9092]
+		file := WriteFile(t, "four.yaml", `brokers: [127.0.0.1:9092]
 topics: {input: [events], output: events}
 fields: {budget: campaign}
 budgets:
@@ -102,7 +80,7 @@ budgets:
   - {name: c, target: lots, period: 1m}
 delivery: twice
 `)
-		code, stdout, _ := runBin(t, "validate", file)
+		code, stdout, _ := RunBin(t, "validate", file)
 		want := "topics.output: topic \"events\" is also topics.input[0] (line 2)\n" +
 			"budgets[1].begn: unknown field; did you mean `begin`? (line 8)\n" +
 			"budgets[2].target: want a number, got \"lots\" (line 10)\n" +
@@ -113,13 +91,13 @@ delivery: twice
 	})
 
 	t.Run("allocation is required", func(t *testing.T) {
-		file := writeFile(t, "alloc.yaml", valid+`layers:
+		file := WriteFile(t, "alloc.yaml", valid+`layers:
   - name: ranking
     experiments:
       - name: new-ranking
         variants: [{name: control, weight: 1, topic: control}, {name: treatment, weight: 1, topic: treatment}]
 `)
-		code, stdout, _ := runBin(t, "validate", file)
+		code, stdout, _ := RunBin(t, "validate", file)
 		want := "layers[0].experiments[0].allocation: is required (must be a percentage more than 0 and at most 100) (line 9)\n"
 		if code != 1 || stdout != want {
 			t.Errorf("exit %d, stdout %q, want %q", code, stdout, want)

@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	. "github.com/throttler/throttler/integration/suite"
 )
 
 // The proxy passes bytes, holds them while stalled, delivers them on
@@ -24,7 +26,7 @@ func TestFaultProxy(t *testing.T) {
 			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
 		}
 	}()
-	p := newFaultProxy(t, ln.Addr().String())
+	p := NewFaultProxy(t, ln.Addr().String())
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package integration
+package crash
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/throttler/throttler/integration/suite"
 )
 
 // Three `throttler run` workers of an exactly-once group pace a nested
@@ -24,7 +26,7 @@ func TestCrashNested(t *testing.T) {
 		t.Skip("a 90 s run across processes")
 	}
 	t.Parallel() // its own broker
-	seed := crashSeed(t)
+	seed := CrashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x9e57))
 	const (
 		parent     = 11500
@@ -33,11 +35,11 @@ func TestCrashNested(t *testing.T) {
 		partitions = 12
 		kills      = 4
 	)
-	_, addr := startBrokerAt(t, "127.0.0.1:0", t.TempDir(), partitions)
+	_, addr := StartBrokerAt(t, "127.0.0.1:0", t.TempDir(), partitions)
 	begin := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
-	g := &crashGroup{name: "nested", delivery: "exactly-once"}
-	g.cfg = writeFile(t, "nested.yaml", fmt.Sprintf(`brokers: [%s]
+	g := &CrashGroup{Name: "nested", Delivery: "exactly-once"}
+	g.Cfg = WriteFile(t, "nested.yaml", fmt.Sprintf(`brokers: [%s]
 group: nested
 delivery: exactly-once
 topics:
@@ -58,12 +60,12 @@ http: {listen: "127.0.0.1:0"}
 log: {format: json, level: info}
 `, addr, partitions, parent, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
 
-	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", fmt.Sprint(partitions),
+	gen := Start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", "events", "--partitions", fmt.Sprint(partitions),
 		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(2*time.Second)).Round(time.Second).String(),
 		"--budgets", "camp-a,camp-b", "--users", "2000", "--skew", "1.2", "--seed", fmt.Sprint(seed))
-	gen.waitLine(t, "producing", 30*time.Second)
-	for i := range g.workers {
-		g.start(t, i)
+	gen.WaitLine(t, "producing", 30*time.Second)
+	for i := range g.Workers {
+		g.Start(t, i)
 	}
 
 	// The schedule: kills at random moments of the window but its last
@@ -86,46 +88,46 @@ log: {format: json, level: info}
 	}
 	for _, d := range at {
 		time.Sleep(time.Until(begin.Add(d))) // real time: the kills' schedule
-		i := rng.IntN(len(g.workers))
-		w := g.workers[i]
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-		<-w.done
-		g.kills++
-		t.Logf("t=%5.1fs SIGKILL %s, restart in 1.5s", time.Since(begin).Seconds(), w.name)
+		i := rng.IntN(len(g.Workers))
+		w := g.Workers[i]
+		_ = w.Cmd.Process.Signal(syscall.SIGKILL)
+		<-w.Done
+		g.Kills++
+		t.Logf("t=%5.1fs SIGKILL %s, restart in 1.5s", time.Since(begin).Seconds(), w.Name)
 		time.Sleep(1500 * time.Millisecond) // real time: the worker is down
-		g.start(t, i)
+		g.Start(t, i)
 	}
-	<-gen.done
+	<-gen.Done
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adm, closeAdm := admin(t, addr)
+	adm, closeAdm := Admin(t, addr)
 	defer closeAdm()
-	if !waitFor(45*time.Second, func() bool { return caughtUp(ctx, adm, g.name, "events") }) {
+	if !WaitFor(45*time.Second, func() bool { return CaughtUp(ctx, adm, g.Name, "events") }) {
 		t.Fatalf("the group did not consume the input to its end")
 	}
 	// Real time: one more stats interval of idle workers, whose reports
 	// are published on their own timers.
 	time.Sleep(2500 * time.Millisecond)
-	for _, w := range g.workers {
-		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
-			t.Errorf("%s after SIGTERM: %v", w.name, err)
+	for _, w := range g.Workers {
+		if err := w.Stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", w.Name, err)
 		}
 	}
 
-	inputs := readTopics(ctx, t, addr, "events")["events"]
-	outs := readTopics(ctx, t, addr, "nested.passed", "nested.rejected", "nested.dead-letter")
-	a, b := account(inputs, outs, "id", "camp-a"), account(inputs, outs, "id", "camp-b")
-	passes := a.passes + b.passes
+	inputs := ReadTopics(ctx, t, addr, "events")["events"]
+	outs := ReadTopics(ctx, t, addr, "nested.passed", "nested.rejected", "nested.dead-letter")
+	a, b := Account(inputs, outs, "id", "camp-a"), Account(inputs, outs, "id", "camp-b")
+	passes := a.Passes + b.Passes
 	over := float64(passes-parent) / parent
-	t.Logf("seed %d, %d kills: account %d passes (%+.3f%%), camp-a %d, camp-b %d; %v", seed, g.kills, passes, 100*over, a.passes, b.passes, a)
-	if len(a.lost) > 0 || a.duplicates > 0 || a.unknown > 0 {
-		t.Errorf("%d input ids in no output topic, %d duplicates, %d unknown outputs", len(a.lost), a.duplicates, a.unknown)
+	t.Logf("seed %d, %d kills: account %d passes (%+.3f%%), camp-a %d, camp-b %d; %v", seed, g.Kills, passes, 100*over, a.Passes, b.Passes, a)
+	if len(a.Lost) > 0 || a.Duplicates > 0 || a.Unknown > 0 {
+		t.Errorf("%d input ids in no output topic, %d duplicates, %d unknown outputs", len(a.Lost), a.Duplicates, a.Unknown)
 	}
 	if over > 0.001 {
 		t.Errorf("account: %d passes for a target of %d, %.3f%% over (bar 0.1%%)", passes, parent, 100*over)
 	}
-	inStats, inLedgers := countedPasses(ctx, t, addr, "nested.stats", "events", partitions, "account")
+	inStats, inLedgers := CountedPasses(ctx, t, addr, "nested.stats", "events", partitions, "account")
 	if inStats != uint64(passes) || inLedgers != uint64(passes) {
 		t.Errorf("account: counted passes (stats %d, ledgers %d) differ from the %d passes in the output topic", inStats, inLedgers, passes)
 	}

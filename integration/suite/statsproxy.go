@@ -1,4 +1,4 @@
-package integration
+package suite
 
 import (
 	"context"
@@ -18,34 +18,15 @@ import (
 	"github.com/throttler/throttler/internal/loadgen"
 )
 
-// statsSample is, at one instant, the passes the cluster really made and
+// StatsSample is, at one instant, the passes the cluster really made and
 // each worker's estimate of them.
-type statsSample struct {
-	at        time.Time
-	truth     float64   // passes of every open source of every worker
-	estimates []float64 // each worker's ClusterPassed
+type StatsSample struct {
+	At        time.Time
+	Truth     float64   // passes of every open source of every worker
+	Estimates []float64 // each worker's ClusterPassed
 }
 
-// Three in-process workers share one budget; their stats views (the
-// readers of the stats topic) reach the broker through a fault proxy,
-// everything else directly. The stats exchange is stalled for 8 sync
-// intervals (connections held, no byte forwarded), restored, then cut for 8
-// more (connections closed and refused). Meanwhile the workers keep
-// deciding on local estimates: the passes made while it is down stay within
-// 1.1× of the ideal passes of that time, and the budget ends within 1.1× of
-// its target. After each restore every worker's estimate of the cluster's
-// passes comes back, in at most 3 sync intervals, within 1% of the target
-// (or 1.5× the error it had before the trouble, if larger) of the truth.
-// It runs on kfake and on Apache Kafka.
-func TestStatsExchangeTrouble(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 60 s run")
-	}
-	t.Parallel() // independent of the other long runs: its own broker, or names of its own
-	onBrokers(t, bothBrokers, runStatsExchangeTrouble)
-}
-
-func runStatsExchangeTrouble(t *testing.T, k brokerKind) {
+func RunStatsExchangeTrouble(t *testing.T, k BrokerKind) {
 	const (
 		target     = 10000
 		window     = 40 * time.Second
@@ -55,10 +36,10 @@ func runStatsExchangeTrouble(t *testing.T, k brokerKind) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b := sharedCluster(t, k, partitions)
-	name := b.name
-	createTopic(ctx, t, b.addr, name("events"), partitions, nil)
-	proxy := newFaultProxy(t, b.addr)
+	b := SharedCluster(t, k, partitions)
+	name := b.Name
+	CreateTopic(ctx, t, b.Addr, name("events"), partitions, nil)
+	proxy := NewFaultProxy(t, b.Addr)
 
 	begin := time.Now().Add(8 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
@@ -70,7 +51,7 @@ sync_interval: %v
 budgets:
   - {name: campaign, target: %d, begin: %s, end: %s}
 http: {listen: "127.0.0.1:0"}
-`, b.addr, name("sx"), name("events"), name("passed"), partitions, syncEvery, k.groupYAML(fastTimeouts),
+`, b.Addr, name("sx"), name("events"), name("passed"), partitions, syncEvery, k.GroupYAML(FastTimeouts),
 		target, begin.Format(time.RFC3339), end.Format(time.RFC3339))))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +61,7 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
+	pc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +95,7 @@ http: {listen: "127.0.0.1:0"}
 
 	// Sample the truth and the estimates every 100ms.
 	var mu sync.Mutex
-	var samples []statsSample
+	var samples []StatsSample
 	sampling := make(chan struct{})
 	go func() {
 		defer close(sampling)
@@ -126,16 +107,16 @@ http: {listen: "127.0.0.1:0"}
 			case <-wctx.Done():
 				return
 			case now := <-tick.C:
-				s := statsSample{at: now}
+				s := StatsSample{At: now}
 				for _, tr := range trees {
 					reports = tr.Reports(now, reports[:0])
 					for _, r := range reports {
 						if r.Budget == "campaign" {
-							s.truth += float64(r.Total.Passed)
+							s.Truth += float64(r.Total.Passed)
 						}
 					}
 					if c := tr.Controller("campaign"); c != nil { // once a partition opened its lane
-						s.estimates = append(s.estimates, c.Snapshot().ClusterPassed)
+						s.Estimates = append(s.Estimates, c.Snapshot().ClusterPassed)
 					}
 				}
 				mu.Lock()
@@ -177,24 +158,24 @@ http: {listen: "127.0.0.1:0"}
 	truthAt := func(at time.Time) float64 {
 		v := 0.0
 		for _, s := range samples {
-			if s.at.After(at) {
+			if s.At.After(at) {
 				break
 			}
-			v = s.truth
+			v = s.Truth
 		}
 		return v
 	}
 	ideal := func(d time.Duration) float64 { return target * d.Seconds() / window.Seconds() }
 	// worstError is the largest |estimate - truth| of any worker over the
-	// samples in [from, to).
+	// Samples in [from, to).
 	worstError := func(from, to time.Time) float64 {
 		w := 0.0
 		for _, s := range samples {
-			if s.at.Before(from) || !s.at.Before(to) {
+			if s.At.Before(from) || !s.At.Before(to) {
 				continue
 			}
-			for _, e := range s.estimates {
-				w = max(w, math.Abs(e-s.truth))
+			for _, e := range s.Estimates {
+				w = max(w, math.Abs(e-s.Truth))
 			}
 		}
 		return w
@@ -213,11 +194,11 @@ http: {listen: "127.0.0.1:0"}
 		// to 3 sync intervals later... is within tol.
 		var back time.Duration = -1
 		for _, s := range samples {
-			if s.at.Before(to) {
+			if s.At.Before(to) {
 				continue
 			}
-			if worstError(s.at, s.at.Add(time.Second)) <= tol {
-				back = s.at.Sub(to)
+			if worstError(s.At, s.At.Add(time.Second)) <= tol {
+				back = s.At.Sub(to)
 				break
 			}
 		}

@@ -1,4 +1,4 @@
-package integration
+package suite
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/throttler/throttler/stats"
 )
 
-// readTopics reads every record of topics (read_committed) from the start
+// ReadTopics reads every record of topics (read_committed) from the start
 // up to the end offsets they have when it starts, and returns the data
-// records by topic. A topic that does not exist reads as empty. It fails
+// Records by topic. A topic that does not exist reads as empty. It fails
 // the test when ctx ends first (an open transaction never ending, say).
 //
 // A partition is read once a record (data or control) at its end-1 was
@@ -25,7 +25,7 @@ import (
 // its end), once nothing more came for quietAfter: a kfake restarted after
 // a crash aborts the transactions that were open without writing abort
 // markers, so a partition may end in aborted records a reader never sees.
-func readTopics(ctx context.Context, t *testing.T, brokers string, topics ...string) map[string][]*kgo.Record {
+func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...string) map[string][]*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
@@ -69,7 +69,7 @@ func readTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 	}
 	lastNews := time.Now()
 	for left > 0 {
-		pctx, cancel := context.WithTimeout(ctx, quietAfter)
+		pctx, cancel := context.WithTimeout(ctx, QuietAfter)
 		fs := rd.PollFetches(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -77,7 +77,7 @@ func readTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 		}
 		if fs.NumRecords() > 0 {
 			lastNews = time.Now()
-		} else if time.Since(lastNews) >= quietAfter {
+		} else if time.Since(lastNews) >= QuietAfter {
 			for topic, ps := range pending {
 				for p, end := range ps {
 					if lso, ok := lsos.Lookup(topic, p); ok && lso.Err == nil && lso.Offset >= end {
@@ -100,14 +100,14 @@ func readTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 	return out
 }
 
-// quietAfter is how long readTopics waits for more records of a partition
-// with no open transaction before it takes it as read.
-const quietAfter = 3 * time.Second
+// QuietAfter is how long readTopics waits for more records of a partition
+// With no open transaction before it takes it as read.
+const QuietAfter = 3 * time.Second
 
-// countedPasses sums the passes of budget in the stats topic, as a View
+// CountedPasses sums the passes of budget in the stats topic, as a View
 // folds it (what the workers pace from), and in the committed ledgers of
 // the input partitions, as a new owner restores them (stats.LoadLedgers).
-func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, input string, partitions int32, budget string) (inStats, inLedgers uint64) {
+func CountedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, input string, partitions int32, budget string) (inStats, inLedgers uint64) {
 	t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(brokers)}
 	view, err := stats.NewView(ctx, statsTopic, opts)
@@ -121,7 +121,7 @@ func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, input
 	for _, r := range view.View(budget, nil) {
 		inStats += r.Total.Passed
 	}
-	for _, st := range loadLedgers(ctx, t, opts, statsTopic, input, partitions) {
+	for _, st := range LoadLedgers(ctx, t, opts, statsTopic, input, partitions) {
 		if r, ok := st.Report(budget); ok {
 			inLedgers += r.Total.Passed
 		}
@@ -129,8 +129,8 @@ func countedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, input
 	return inStats, inLedgers
 }
 
-// loadLedgers loads the committed ledgers of the partitions of input.
-func loadLedgers(ctx context.Context, t *testing.T, opts []kgo.Opt, statsTopic, input string, partitions int32) map[string]stats.LedgerState {
+// LoadLedgers loads the committed ledgers of the partitions of input.
+func LoadLedgers(ctx context.Context, t *testing.T, opts []kgo.Opt, statsTopic, input string, partitions int32) map[string]stats.LedgerState {
 	t.Helper()
 	var srcs []string
 	for p := range partitions {
@@ -143,105 +143,105 @@ func loadLedgers(ctx context.Context, t *testing.T, opts []kgo.Opt, statsTopic, 
 	return states
 }
 
-// tally is where the input ids ended up.
-type tally struct {
-	inputs     int
-	byTopic    map[string]int // records per output topic
-	passes     int            // records that passed (decision pass) for the budget
-	lost       []string       // input ids found in no output topic
-	duplicates int            // output records beyond the first of an id
-	unknown    int            // output records whose id is not an input id
+// Tally is where the input ids ended up.
+type Tally struct {
+	Inputs     int
+	ByTopic    map[string]int // records per output topic
+	Passes     int            // records that passed (decision pass) for the budget
+	Lost       []string       // input ids found in no output topic
+	Duplicates int            // output records beyond the first of an id
+	Unknown    int            // output records whose id is not an input id
 }
 
-// account matches the ids of the input records with those of the records
+// Account matches the ids of the input records with those of the records
 // of the output topics. Records are matched by the JSON field idPath of
 // their value.
-func account(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, budget string) tally {
+func Account(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, budget string) Tally {
 	seen := make(map[string]int, len(inputs))
 	for _, r := range inputs {
-		seen[jsonField(r.Value, idPath)] = 0
+		seen[JsonField(r.Value, idPath)] = 0
 	}
-	tl := tally{inputs: len(seen), byTopic: map[string]int{}}
+	tl := Tally{Inputs: len(seen), ByTopic: map[string]int{}}
 	for topic, rs := range outputs {
-		tl.byTopic[topic] = len(rs)
+		tl.ByTopic[topic] = len(rs)
 		for _, r := range rs {
-			id := jsonField(r.Value, idPath)
+			id := JsonField(r.Value, idPath)
 			n, ok := seen[id]
 			if !ok {
-				tl.unknown++
+				tl.Unknown++
 				continue
 			}
 			seen[id] = n + 1
 			if n > 0 {
-				tl.duplicates++
+				tl.Duplicates++
 			}
 			d, _ := pipeline.HeaderValue(r, pipeline.HeaderDecision)
 			b, _ := pipeline.HeaderValue(r, pipeline.HeaderBudget)
 			if d == pipeline.DecisionPass && b == budget {
-				tl.passes++
+				tl.Passes++
 			}
 		}
 	}
 	for id, n := range seen {
 		if n == 0 {
-			tl.lost = append(tl.lost, id)
+			tl.Lost = append(tl.Lost, id)
 		}
 	}
 	return tl
 }
 
-func (tl tally) String() string {
+func (tl Tally) String() string {
 	return fmt.Sprintf("inputs %d, outputs %v, passes %d, duplicates %d, lost %d, unknown %d",
-		tl.inputs, tl.byTopic, tl.passes, tl.duplicates, len(tl.lost), tl.unknown)
+		tl.Inputs, tl.ByTopic, tl.Passes, tl.Duplicates, len(tl.Lost), tl.Unknown)
 }
 
-// waitFor polls cond every 500ms until it is true or timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) bool {
+// WaitFor polls cond every 500ms until it is true or timeout passes.
+func WaitFor(timeout time.Duration, cond func() bool) bool {
 	return testwait.Poll(timeout, 500*time.Millisecond, cond)
 }
 
-// finishExactlyOnce waits for the exactly-once group (groupConfig) to
+// FinishExactlyOnce waits for the exactly-once group (groupConfig) to
 // consume input to its end, stops its workers, which must all be
 // running, and checks the outputs: every input id in exactly one output
 // topic, the budget overspent by at most 0.5%, and the passes counted in
 // the stats topic and in the ledgers equal to those in the output topics.
-func finishExactlyOnce(t *testing.T, addr, group, input string, target, partitions int, workers ...*proc) {
+func FinishExactlyOnce(t *testing.T, addr, group, input string, target, partitions int, workers ...*Proc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm, closeAdm := admin(t, addr)
+	adm, closeAdm := Admin(t, addr)
 	defer closeAdm()
-	if !waitFor(60*time.Second, func() bool { return caughtUp(ctx, adm, group, input) }) {
+	if !WaitFor(60*time.Second, func() bool { return CaughtUp(ctx, adm, group, input) }) {
 		t.Fatal("the group did not consume the input to its end")
 	}
 	// Real time: one more stats interval (2 s) of idle workers, whose
 	// reports are published on their own timers in other processes.
 	time.Sleep(2500 * time.Millisecond)
 	for _, w := range workers {
-		if w.exited() {
-			t.Errorf("%s exited during the run: %v", w.name, w.werr)
+		if w.Exited() {
+			t.Errorf("%s exited during the run: %v", w.Name, w.Werr)
 			continue
 		}
-		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
-			t.Errorf("%s after SIGTERM: %v", w.name, err)
+		if err := w.Stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", w.Name, err)
 		}
 	}
-	inputs := readTopics(ctx, t, addr, input)[input]
-	tl := account(inputs, readTopics(ctx, t, addr, groupTopics(group)...), "id", "campaign")
-	over := max(float64(tl.passes-target)/float64(target), 0)
-	t.Logf("%v; delivered %d of %d, overspend %.3f%%", tl, tl.passes, target, 100*over)
-	if len(tl.lost) > 0 || tl.duplicates > 0 || tl.unknown > 0 {
-		t.Errorf("%d ids lost (e.g. %v), %d duplicated, %d unknown", len(tl.lost), tl.lost[:min(5, len(tl.lost))], tl.duplicates, tl.unknown)
+	inputs := ReadTopics(ctx, t, addr, input)[input]
+	tl := Account(inputs, ReadTopics(ctx, t, addr, GroupTopics(group)...), "id", "campaign")
+	over := max(float64(tl.Passes-target)/float64(target), 0)
+	t.Logf("%v; delivered %d of %d, overspend %.3f%%", tl, tl.Passes, target, 100*over)
+	if len(tl.Lost) > 0 || tl.Duplicates > 0 || tl.Unknown > 0 {
+		t.Errorf("%d ids lost (e.g. %v), %d duplicated, %d unknown", len(tl.Lost), tl.Lost[:min(5, len(tl.Lost))], tl.Duplicates, tl.Unknown)
 	}
 	if over > 0.005 {
-		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 0.5%%)", tl.passes, target, 100*over)
+		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 0.5%%)", tl.Passes, target, 100*over)
 	}
-	if tl.passes == 0 {
+	if tl.Passes == 0 {
 		t.Errorf("no pass: the run exercised nothing")
 	}
-	inStats, inLedgers := countedPasses(ctx, t, addr, group+".stats", input, int32(partitions), "campaign")
-	t.Logf("passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.passes)
-	if inStats != uint64(tl.passes) || inLedgers != uint64(tl.passes) {
-		t.Errorf("counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inLedgers, tl.passes)
+	inStats, inLedgers := CountedPasses(ctx, t, addr, group+".stats", input, int32(partitions), "campaign")
+	t.Logf("passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.Passes)
+	if inStats != uint64(tl.Passes) || inLedgers != uint64(tl.Passes) {
+		t.Errorf("counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inLedgers, tl.Passes)
 	}
 }

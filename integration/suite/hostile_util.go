@@ -1,4 +1,4 @@
-package integration
+package suite
 
 import (
 	"bufio"
@@ -23,89 +23,89 @@ import (
 	"github.com/throttler/throttler/internal/testwait"
 )
 
-// traffic produces good events to the input topic at a steady rate until
+// Traffic produces good events to the input topic at a steady rate until
 // stopped, and keeps every one it wrote: the ids that must come out once.
-type traffic struct {
-	cl    *kgo.Client
-	topic string
-	mu    sync.Mutex
-	sent  []*kgo.Record
-	n     int
-	stop  chan struct{}
-	done  chan error
+type Traffic struct {
+	Cl    *kgo.Client
+	Topic string
+	Mu    sync.Mutex
+	Sent  []*kgo.Record
+	N     int
+	Stop  chan struct{}
+	Done  chan error
 }
 
-// startTraffic produces perTick good events every tick (spread over
+// StartTraffic produces perTick good events every tick (spread over
 // users, so over every partition) until stop.
-func startTraffic(t *testing.T, conn []kgo.Opt, topic string, perTick int, tick time.Duration) *traffic {
+func StartTraffic(t *testing.T, conn []kgo.Opt, topic string, perTick int, tick time.Duration) *Traffic {
 	t.Helper()
 	cl, err := kgo.NewClient(conn...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &traffic{cl: cl, topic: topic, stop: make(chan struct{}), done: make(chan error, 1)}
+	tr := &Traffic{Cl: cl, Topic: topic, Stop: make(chan struct{}), Done: make(chan error, 1)}
 	go func() {
-		defer close(tr.done)
+		defer close(tr.Done)
 		tk := time.NewTicker(tick)
 		defer tk.Stop()
 		for {
 			select {
-			case <-tr.stop:
-				tr.done <- nil
+			case <-tr.Stop:
+				tr.Done <- nil
 				return
 			case <-tk.C:
 			}
 			recs := make([]*kgo.Record, 0, perTick)
 			for range perTick {
-				tr.n++
-				user := fmt.Sprintf("u%d", tr.n%97)
+				tr.N++
+				user := fmt.Sprintf("u%d", tr.N%97)
 				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(user),
-					Value: fmt.Appendf(nil, `{"id":"g%d","campaign":"open","user":%q,"device":"d%d"}`, tr.n, user, tr.n%10)})
+					Value: fmt.Appendf(nil, `{"id":"g%d","campaign":"open","user":%q,"device":"d%d"}`, tr.N, user, tr.N%10)})
 			}
-			if err := tr.produce(recs...); err != nil {
-				tr.done <- err
+			if err := tr.Produce(recs...); err != nil {
+				tr.Done <- err
 				return
 			}
 		}
 	}()
-	t.Cleanup(func() { tr.end(t) })
+	t.Cleanup(func() { tr.End(t) })
 	return tr
 }
 
-// produce writes recs and keeps them as sent (good ids).
-func (tr *traffic) produce(recs ...*kgo.Record) error {
+// Produce writes recs and keeps them as sent (good ids).
+func (tr *Traffic) Produce(recs ...*kgo.Record) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := tr.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := tr.Cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return err
 	}
-	tr.mu.Lock()
-	tr.sent = append(tr.sent, recs...)
-	tr.mu.Unlock()
+	tr.Mu.Lock()
+	tr.Sent = append(tr.Sent, recs...)
+	tr.Mu.Unlock()
 	return nil
 }
 
-// end stops the traffic (once) and fails the test if producing failed.
-func (tr *traffic) end(t *testing.T) {
+// End stops the traffic (once) and fails the test if producing failed.
+func (tr *Traffic) End(t *testing.T) {
 	select {
-	case <-tr.stop:
+	case <-tr.Stop:
 	default:
-		close(tr.stop)
+		close(tr.Stop)
 	}
-	if err := <-tr.done; err != nil {
+	if err := <-tr.Done; err != nil {
 		t.Errorf("traffic: %v", err)
 	}
-	tr.cl.Close()
+	tr.Cl.Close()
 }
 
-func (tr *traffic) records() []*kgo.Record {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return append([]*kgo.Record(nil), tr.sent...)
+func (tr *Traffic) Records() []*kgo.Record {
+	tr.Mu.Lock()
+	defer tr.Mu.Unlock()
+	return append([]*kgo.Record(nil), tr.Sent...)
 }
 
-// produceRaw writes recs as they are (their partitions set).
-func produceRaw(ctx context.Context, t *testing.T, conn []kgo.Opt, recs ...*kgo.Record) {
+// ProduceRaw writes recs as they are (their partitions set).
+func ProduceRaw(ctx context.Context, t *testing.T, conn []kgo.Opt, recs ...*kgo.Record) {
 	t.Helper()
 	cl, err := kgo.NewClient(append(conn, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))...)
 	if err != nil {
@@ -117,21 +117,21 @@ func produceRaw(ctx context.Context, t *testing.T, conn []kgo.Opt, recs ...*kgo.
 	}
 }
 
-// httpAddr returns the address a `throttler run` process logged it
+// HttpAddr returns the address a `throttler run` process logged it
 // serves HTTP on.
-func httpAddr(t *testing.T, p *proc) string {
+func HttpAddr(t *testing.T, p *Proc) string {
 	t.Helper()
-	line := p.waitLine(t, `"http listening"`, 60*time.Second)
+	line := p.WaitLine(t, `"http listening"`, 60*time.Second)
 	var v struct{ Addr string }
 	if err := json.Unmarshal([]byte(line), &v); err != nil || v.Addr == "" {
-		t.Fatalf("%s: no address in %q", p.name, line)
+		t.Fatalf("%s: no address in %q", p.Name, line)
 	}
 	return v.Addr
 }
 
-// fetchURL GETs url (with host as the Host header when set) within 2 s and
+// FetchURL GETs url (with host as the Host header when set) within 2 s and
 // returns the status, headers and at most 8 MiB of body.
-func fetchURL(t *testing.T, url, host string) (int, http.Header, []byte) {
+func FetchURL(t *testing.T, url, host string) (int, http.Header, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -151,8 +151,8 @@ func fetchURL(t *testing.T, url, host string) (int, http.Header, []byte) {
 	return resp.StatusCode, resp.Header, body
 }
 
-// metric sums the samples of a metric (any labels) in a /metrics body.
-func metric(body []byte, name string) float64 {
+// Metric sums the samples of a metric (any labels) in a /metrics body.
+func Metric(body []byte, name string) float64 {
 	sum := 0.0
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name) || len(line) == len(name) || (line[len(name)] != ' ' && line[len(name)] != '{') {
@@ -166,8 +166,8 @@ func metric(body []byte, name string) float64 {
 	return sum
 }
 
-// cpuTicks returns the user and system clock ticks pid used so far.
-func cpuTicks(t *testing.T, pid int) int64 {
+// CpuTicks returns the user and system clock ticks pid used so far.
+func CpuTicks(t *testing.T, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -180,28 +180,28 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	return ut + st
 }
 
-// waitIdle waits until the process uses less than a fifth of a core over
+// WaitIdle waits until the process uses less than a fifth of a core over
 // two seconds (clock ticks are 1/100 s): a request it served is over,
 // not left running after its client went away.
-func waitIdle(t *testing.T, p *proc) {
+func WaitIdle(t *testing.T, p *Proc) {
 	t.Helper()
-	pid := p.cmd.Process.Pid
+	pid := p.Cmd.Process.Pid
 	var last float64
 	ok := testwait.Poll(30*time.Second, 10*time.Millisecond, func() bool {
-		a := cpuTicks(t, pid)
+		a := CpuTicks(t, pid)
 		time.Sleep(2 * time.Second) // real time: the window the CPU is measured over
-		last = float64(cpuTicks(t, pid)-a) / 100 / 2
+		last = float64(CpuTicks(t, pid)-a) / 100 / 2
 		return last < 0.2
 	})
 	if !ok {
-		t.Errorf("%s still uses %.2f of a core", p.name, last)
+		t.Errorf("%s still uses %.2f of a core", p.Name, last)
 	}
 }
 
-// slowHeaders opens a connection to addr, sends half a request and
+// SlowHeaders opens a connection to addr, sends half a request and
 // reports whether the server closes it within limit (its read-header
 // timeout), instead of holding it for as long as the client likes.
-func slowHeaders(t *testing.T, addr string, limit time.Duration) bool {
+func SlowHeaders(t *testing.T, addr string, limit time.Duration) bool {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -217,46 +217,46 @@ func slowHeaders(t *testing.T, addr string, limit time.Duration) bool {
 	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
-// text returns every line, joined.
-func (l *lines) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.all, "\n")
+// Text returns every line, joined.
+func (l *Lines) Text() string {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	return strings.Join(l.All, "\n")
 }
 
-// maxLine returns the length of the longest line p logged.
-func maxLine(p *proc) (int, string) {
+// MaxLine returns the length of the longest line p logged.
+func MaxLine(p *Proc) (int, string) {
 	n, which := 0, ""
-	for _, l := range []*lines{p.out, p.err} {
-		l.mu.Lock()
-		for _, s := range l.all {
+	for _, l := range []*Lines{p.Out, p.Err} {
+		l.Mu.Lock()
+		for _, s := range l.All {
 			if len(s) > n {
 				n, which = len(s), s[:min(len(s), 200)]
 			}
 		}
-		l.mu.Unlock()
+		l.Mu.Unlock()
 	}
 	return n, which
 }
 
-// framed returns a value in the schema registry wire format of schema id
-// with a payload of junk.
-func framed(id uint32) []byte {
+// Framed returns a value in the schema registry wire format of schema id
+// With a payload of junk.
+func Framed(id uint32) []byte {
 	b := []byte{0, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(b[1:], id)
 	return append(b, 2, 'x', 0)
 }
 
-// waitPast waits until group has committed, on every partition of topic,
-// at least the end offset the partition has now: with traffic going on,
+// WaitPast waits until group has committed, on every partition of topic,
+// At least the end offset the partition has now: with traffic going on,
 // the group passes a mark rather than ever standing at the end.
-func waitPast(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
+func WaitPast(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
 	t.Helper()
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(2*time.Minute, func() bool {
+	if !WaitFor(2*time.Minute, func() bool {
 		committed, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			return false

@@ -1,4 +1,4 @@
-package integration
+package suite
 
 import (
 	"context"
@@ -20,33 +20,29 @@ import (
 	"github.com/throttler/throttler/pipeline"
 )
 
-// This file is the end-to-end body shared by every broker the suite runs
-// on (TestBadInput, TestBadInputKfakeSASLTLS). It takes broker
-// addresses, so that it asserts the same things everywhere.
-
-// badKind is one kind of bad record: how it is made and where it must end.
-type badKind struct {
-	name    string
-	key     []byte // nil: no record key
-	value   []byte
-	reason  decode.Reason // expected throttler-reason on the dead letter
-	headers []kgo.RecordHeader
+// BadKind is one kind of bad record: how it is made and where it must end.
+type BadKind struct {
+	Name    string
+	Key     []byte // nil: no record key
+	Value   []byte
+	Reason  decode.Reason // expected throttler-reason on the dead letter
+	Headers []kgo.RecordHeader
 }
 
-// hugeValue is a JSON object larger than the decoder's maximum record size.
-func hugeValue() []byte {
+// HugeValue is a JSON object larger than the decoder's maximum record size.
+func HugeValue() []byte {
 	return []byte(`{"id":"huge","campaign":"open","user":"u1","pad":"` + strings.Repeat("x", 3*decode.DefaultMaxBytes/2) + `"}`)
 }
 
-// badKinds returns the bad records the suite sends, each meant to go to
+// BadKinds returns the bad records the suite sends, each meant to go to
 // the dead-letter topic with its reason. dupOf is the value of a good
 // record sent earlier with key "u7", which the duplicate repeats.
-func badKinds(dupOf []byte) []badKind {
+func BadKinds(dupOf []byte) []BadKind {
 	ev := func(fields string) []byte {
 		return []byte(`{"campaign":"open","user":"u7","ts":1795341600000,` + fields + `}`)
 	}
 	deep := strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100)
-	return []badKind{
+	return []BadKind{
 		{"not JSON", []byte("u1"), []byte("hello, world"), decode.ReasonNotJSON, nil},
 		{"truncated JSON", []byte("u1"), []byte(`{"id":"t1","campaign":"open","user":"u`), decode.ReasonTruncated, nil},
 		{"JSON array, not an object", []byte("u1"), []byte(`[1,2,3]`), decode.ReasonNotObject, nil},
@@ -63,7 +59,7 @@ func badKinds(dupOf []byte) []badKind {
 		// The decide stage tells an unknown budget, after decode and the
 		// caps: a record faulty for them too gets their reason.
 		{"unknown budget", []byte("u1"), []byte(`{"id":"m4","campaign":"nope","user":"u1","score":1,"device":"d1","cost":1,"ts":1795341600000}`), decode.ReasonUnknownBudget, nil},
-		{"huge record (1.5 MB)", []byte("u1"), hugeValue(), decode.ReasonTooLarge, nil},
+		{"huge record (1.5 MB)", []byte("u1"), HugeValue(), decode.ReasonTooLarge, nil},
 		{"empty value", []byte("u1"), []byte{}, decode.ReasonEmptyValue, nil},
 		{"null value (tombstone)", []byte("u1"), nil, decode.ReasonEmptyValue, nil},
 		{"blank value", []byte("u1"), []byte(" \n\t "), decode.ReasonEmptyValue, nil},
@@ -86,19 +82,19 @@ func badKinds(dupOf []byte) []badKind {
 	}
 }
 
-// suiteTimeout bounds the whole suite body.
-const suiteTimeout = 3 * time.Minute
+// SuiteTimeout bounds the whole suite body.
+const SuiteTimeout = 3 * time.Minute
 
-// runBadInputSuite sends good events with every kind of bad record between
+// RunBadInputSuite sends good events with every kind of bad record between
 // them through one worker (exactly-once) and checks where each one ended:
 // every bad record in the dead-letter topic with its reason and source
 // position, every good event in exactly one of the output and rejected
 // topics, nothing else written, and the committed ledgers counting as
 // many passes as the output holds. brokers and sec reach the cluster;
-// groupYAML is the workers' group protocol and timeouts; prefix begins the
+// GroupYAML is the workers' group protocol and timeouts; prefix begins the
 // names of the topics and group.
-func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, groupYAML, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+func RunBadInputSuite(t *testing.T, brokers []string, sec config.Security, groupYAML, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), SuiteTimeout)
 	defer cancel()
 	// Unique names, so that a shared cluster can run the suite twice.
 	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
@@ -121,7 +117,7 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 		t.Fatalf("create %s: %v", events, err)
 	}
 
-	cfg, err := config.Parse(suiteYAML(brokers, topic("group"), events, passed, rejected, dlq, groupYAML))
+	cfg, err := config.Parse(SuiteYAML(brokers, topic("group"), events, passed, rejected, dlq, groupYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +126,7 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 	// Good events: "open" passes nearly all, "tight" rejects all but one.
 	// Bad records sit between them, in order, on every partition.
 	type sent struct {
-		bad    *badKind
+		bad    *BadKind
 		budget string
 	}
 	var recs []*kgo.Record
@@ -151,12 +147,12 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 	}
 	first := []byte(`{"id":"g-dup","campaign":"open","user":"u7","device":"d1","cost":1,"score":1,"ts":1795341600000}`)
 	add([]byte("u7"), first, sent{budget: "open"})
-	kinds := badKinds(first)
+	kinds := BadKinds(first)
 	goods := 10 * (len(kinds) + 1) // a bad record after every ten good ones
 	for i := range goods {
 		good(i)
 		if k := i / 10; i%10 == 5 && k < len(kinds) {
-			add(kinds[k].key, kinds[k].value, sent{bad: &kinds[k]}, kinds[k].headers...)
+			add(kinds[k].Key, kinds[k].Value, sent{bad: &kinds[k]}, kinds[k].Headers...)
 		}
 	}
 	if got := len(want) - goods - 1; got != len(kinds) {
@@ -174,13 +170,13 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
-	waitCommitted(ctx, t, adm, cfg.Group, events)
+	WaitCommitted(ctx, t, adm, cfg.Group, events)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("worker: %v", err)
 	}
 
-	got := readCommitted(ctx, t, conn, passed, rejected, dlq)
+	got := ReadCommitted(ctx, t, conn, passed, rejected, dlq)
 	where := map[int]*kgo.Record{}
 	for _, r := range got {
 		s, _ := pipeline.HeaderValue(r, "suite-seq")
@@ -199,16 +195,16 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 		r, ok := where[seq]
 		switch {
 		case !ok:
-			t.Errorf("record %d (%v) is nowhere", seq, kindName(s.bad))
+			t.Errorf("record %d (%v) is nowhere", seq, KindName(s.bad))
 			continue
 		case s.bad != nil:
 			reason, _ := pipeline.HeaderValue(r, pipeline.HeaderReason)
 			src, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceTopic)
 			off, _ := pipeline.HeaderValue(r, pipeline.HeaderSourceOffset)
-			if r.Topic != dlq || reason != string(s.bad.reason) || src != events || off == "" {
-				t.Errorf("%s: in %s with reason %q (source %s@%s), want %s with %q", s.bad.name, r.Topic, reason, src, off, dlq, s.bad.reason)
+			if r.Topic != dlq || reason != string(s.bad.Reason) || src != events || off == "" {
+				t.Errorf("%s: in %s with reason %q (source %s@%s), want %s with %q", s.bad.Name, r.Topic, reason, src, off, dlq, s.bad.Reason)
 			}
-			t.Logf("%-40s -> %s, reason %s", s.bad.name, strings.TrimPrefix(r.Topic, base), reason)
+			t.Logf("%-40s -> %s, reason %s", s.bad.Name, strings.TrimPrefix(r.Topic, base), reason)
 		case r.Topic == dlq:
 			reason, _ := pipeline.HeaderValue(r, pipeline.HeaderError)
 			t.Errorf("good record %d dead-lettered: %s: %s", seq, reason, r.Value)
@@ -231,7 +227,7 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 	// source offset.
 	for seq, r := range where {
 		s := want[seq]
-		if s.bad == nil || s.bad.reason != decode.ReasonTooLarge {
+		if s.bad == nil || s.bad.Reason != decode.ReasonTooLarge {
 			continue
 		}
 		size, _ := pipeline.HeaderValue(r, pipeline.HeaderOriginalSize)
@@ -240,17 +236,17 @@ func runBadInputSuite(t *testing.T, brokers []string, sec config.Security, group
 			hdr += len(h.Key) + len(h.Value)
 		}
 		if len(r.Value) > decode.DefaultMaxBytes || len(r.Key) > 1024 || hdr > decode.MaxKeyAndHeaderBytes ||
-			size != strconv.Itoa(len(s.bad.value)) {
-			t.Errorf("%s: dead letter of %d+%d+%d bytes (value, key, headers), %s=%q", s.bad.name,
+			size != strconv.Itoa(len(s.bad.Value)) {
+			t.Errorf("%s: dead letter of %d+%d+%d bytes (value, key, headers), %s=%q", s.bad.Name,
 				len(r.Value), len(r.Key), hdr, pipeline.HeaderOriginalSize, size)
 		}
 	}
-	checkPassesCounted(ctx, t, conn, cfg, events, counts["passed"], counts["passed"]+counts["rejected"])
+	CheckPassesCounted(ctx, t, conn, cfg, events, counts["passed"], counts["passed"]+counts["rejected"])
 }
 
-// suiteYAML is the worker configuration of the suite's runs; extra is
+// SuiteYAML is the worker configuration of the suite's runs; extra is
 // more YAML (a format section).
-func suiteYAML(brokers []string, group, events, passed, rejected, dlq, extra string) []byte {
+func SuiteYAML(brokers []string, group, events, passed, rejected, dlq, extra string) []byte {
 	now := time.Now()
 	return fmt.Appendf(nil, `brokers: [%s]
 group: %s
@@ -276,16 +272,16 @@ http: {listen: "127.0.0.1:0"}
 		now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), passed, passed, extra)
 }
 
-func kindName(k *badKind) string {
+func KindName(k *BadKind) string {
 	if k == nil {
 		return "good"
 	}
-	return k.name
+	return k.Name
 }
 
-// waitCommitted waits until group has committed the end of every
+// WaitCommitted waits until group has committed the end of every
 // partition of topic.
-func waitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
+func WaitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
 	t.Helper()
 	for {
 		ends, err1 := adm.ListEndOffsets(ctx, topic)
@@ -309,9 +305,9 @@ func waitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, t
 	}
 }
 
-// readCommitted reads every committed record of topics, up to their end
+// ReadCommitted reads every committed record of topics, up to their end
 // offsets.
-func readCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...string) []*kgo.Record {
+func ReadCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...string) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), kgo.FetchMaxBytes(16 << 20)}, conn...)...) // conn may override
@@ -348,13 +344,13 @@ func readCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...
 	return out
 }
 
-// checkPassesCounted checks that the committed ledgers of the input's
-// partitions count exactly the passes the output holds, and as offered
+// CheckPassesCounted checks that the committed ledgers of the input's
+// Partitions count exactly the passes the output holds, and as offered
 // exactly the events decided (passed or rejected; no dead letter).
-func checkPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs, decided int) {
+func CheckPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs, decided int) {
 	t.Helper()
 	var passed, offered uint64
-	for _, st := range loadLedgers(ctx, t, conn, cfg.Topics.Stats, input, 3) {
+	for _, st := range LoadLedgers(ctx, t, conn, cfg.Topics.Stats, input, 3) {
 		for _, r := range st.Reports {
 			passed += r.Total.Passed
 			offered += r.Total.Offered

@@ -1,4 +1,4 @@
-package integration
+package suite
 
 import (
 	"context"
@@ -14,20 +14,20 @@ import (
 	"github.com/throttler/throttler/stats"
 )
 
-// outputCounter follows a topic (read_committed) from the start and keeps
+// OutputCounter follows a topic (read_committed) from the start and keeps
 // how many records of a budget it has seen, and when.
-type outputCounter struct {
-	mu      sync.Mutex
-	n       int
-	samples []sample
+type OutputCounter struct {
+	Mu      sync.Mutex
+	N       int
+	Samples []Sample
 }
 
-type sample struct {
-	at time.Time
-	n  int
+type Sample struct {
+	At time.Time
+	N  int
 }
 
-func followOutput(ctx context.Context, t *testing.T, brokers, topic, budget string) *outputCounter {
+func FollowOutput(ctx context.Context, t *testing.T, brokers, topic, budget string) *OutputCounter {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -35,7 +35,7 @@ func followOutput(ctx context.Context, t *testing.T, brokers, topic, budget stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &outputCounter{}
+	c := &OutputCounter{}
 	go func() {
 		defer cl.Close()
 		for ctx.Err() == nil {
@@ -48,59 +48,46 @@ func followOutput(ctx context.Context, t *testing.T, brokers, topic, budget stri
 					}
 				}
 			})
-			c.mu.Lock()
-			c.n += n
-			c.samples = append(c.samples, sample{time.Now(), c.n})
-			c.mu.Unlock()
+			c.Mu.Lock()
+			c.N += n
+			c.Samples = append(c.Samples, Sample{time.Now(), c.N})
+			c.Mu.Unlock()
 		}
 	}()
 	return c
 }
 
-// at returns the count seen by instant t.
-func (c *outputCounter) at(t time.Time) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// At returns the count seen by instant t.
+func (c *OutputCounter) At(t time.Time) int {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
 	n := 0
-	for _, s := range c.samples {
-		if s.at.After(t) {
+	for _, s := range c.Samples {
+		if s.At.After(t) {
 			break
 		}
-		n = s.n
+		n = s.N
 	}
 	return n
 }
 
-func (c *outputCounter) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
+func (c *OutputCounter) Total() int {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	return c.N
 }
 
-// Three `throttler run` processes on a 12-partition topic with skewed
-// (zipf) traffic pace one budget over a 60 s window; one worker is stopped
-// with SIGTERM mid-window. Delivered passes must end within 1% of the
-// target, follow the ideal curve within 3% of the target, and equal the
-// passes counted in the ledgers and the stats topic. It runs on kfake and
-// on Apache Kafka.
-func TestPacedWindowThreeWorkers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 90 s run across processes")
-	}
-	onBrokers(t, bothBrokers, runPacedWindow)
-}
-
-func runPacedWindow(t *testing.T, k brokerKind) {
+func RunPacedWindow(t *testing.T, k BrokerKind) {
 	const (
 		target = 30000
 		window = 60 * time.Second
 		rate   = 2000
 	)
-	brk := sharedCluster(t, k, 12)
-	addr, input, passed, group := brk.addr, brk.name("events"), brk.name("passed"), brk.name("paced")
+	brk := SharedCluster(t, k, 12)
+	addr, input, passed, group := brk.Addr, brk.Name("events"), brk.Name("passed"), brk.Name("paced")
 	begin := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
-	cfg := writeFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
+	cfg := WriteFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
 group: %s
 topics:
   input: [%s]
@@ -116,23 +103,23 @@ budgets:
     end: %s
 http: {listen: "127.0.0.1:0"}
 log: {format: json, level: info}
-`, addr, group, input, passed, k.groupYAML(groupTimeouts{}), target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
+`, addr, group, input, passed, k.GroupYAML(GroupTimeouts{}), target, begin.Format(time.RFC3339), end.Format(time.RFC3339)))
 
 	// the input topic first, so that the workers find it
-	gen := start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", input, "--partitions", "12",
+	gen := Start(t, "loadgen", "loadgen", "--brokers", addr, "--topic", input, "--partitions", "12",
 		"--rate", fmt.Sprint(rate), "--duration", time.Until(end.Add(8*time.Second)).Round(time.Second).String(),
 		"--budgets", "campaign", "--users", "2000", "--skew", "1.2", "--seed", "7")
-	waitProducing(t, gen, addr, input)
+	WaitProducing(t, gen, addr, input)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := followOutput(ctx, t, addr, passed, "campaign")
+	out := FollowOutput(ctx, t, addr, passed, "campaign")
 
-	var workers []*proc
+	var workers []*Proc
 	for i := 0; i < 3; i++ {
-		workers = append(workers, start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
+		workers = append(workers, Start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
 	}
 	time.Sleep(time.Until(begin.Add(window / 2))) // real time: half of the paced window
-	if err := workers[2].stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+	if err := workers[2].Stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Errorf("worker-2 after SIGTERM: %v", err)
 	}
 	t.Logf("worker-2 stopped at %.1fs into the window", time.Since(begin).Seconds())
@@ -143,23 +130,23 @@ log: {format: json, level: info}
 	for s := begin; !s.After(end); s = s.Add(time.Second) {
 		ideal := target * s.Sub(begin).Seconds() / window.Seconds()
 		if s.Sub(begin) <= 5*time.Second || s.Sub(begin)%(10*time.Second) == 0 {
-			t.Logf("t=%2.0fs delivered %5d ideal %5.0f", s.Sub(begin).Seconds(), out.at(s), ideal)
+			t.Logf("t=%2.0fs delivered %5d ideal %5.0f", s.Sub(begin).Seconds(), out.At(s), ideal)
 		}
-		if d := math.Abs(float64(out.at(s))-ideal) / target; d > maxDev {
+		if d := math.Abs(float64(out.At(s))-ideal) / target; d > maxDev {
 			maxDev, worstAt = d, s.Sub(begin).Seconds()
 		}
 	}
-	<-gen.done
+	<-gen.Done
 	for _, w := range workers[:2] {
-		if err := w.stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
-			t.Errorf("%s after SIGTERM: %v", w.name, err)
+		if err := w.Stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", w.Name, err)
 		}
 	}
 	// Real time: the follower in this process reads the last commits,
 	// which the stopped workers made visible (no count to poll for: the
-	// total is what is measured).
+	// Total is what is measured).
 	time.Sleep(2 * time.Second)
-	delivered := out.total()
+	delivered := out.Total()
 	finalErr := float64(delivered-target) / target
 	t.Logf("delivered %d of %d (%+.3f%%), max deviation %.3f%% (at %.0fs)", delivered, target, 100*finalErr, 100*maxDev, worstAt)
 	if math.Abs(finalErr) > 0.01 {
@@ -189,7 +176,7 @@ log: {format: json, level: info}
 		sources = append(sources, r.Source)
 	}
 	var ledgered uint64
-	for _, st := range loadLedgers(wctx, t, opts, group+".stats", input, 12) {
+	for _, st := range LoadLedgers(wctx, t, opts, group+".stats", input, 12) {
 		if r, ok := st.Report("campaign"); ok {
 			ledgered += r.Total.Passed
 		}

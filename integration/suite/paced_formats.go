@@ -1,4 +1,4 @@
-package integration
+package suite
 
 import (
 	"context"
@@ -17,25 +17,7 @@ import (
 	"github.com/throttler/throttler/internal/testwait"
 )
 
-// TestPacedFormats paces one window budget over JSON, Avro and Protobuf
-// events alike (each format on its own broker and worker, in parallel):
-// the passes delivered end within 1% of the target, and equal the passes
-// the worker counted. It runs on kfake and on Apache Kafka.
-func TestPacedFormats(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 20 s window per format")
-	}
-	onBrokers(t, bothBrokers, func(t *testing.T, k brokerKind) {
-		for _, format := range []string{loadgen.FormatJSON, loadgen.FormatAvro, loadgen.FormatProtobuf} {
-			t.Run(format, func(t *testing.T) {
-				t.Parallel()
-				runPacedFormat(t, k, format)
-			})
-		}
-	})
-}
-
-func runPacedFormat(t *testing.T, k brokerKind, format string) {
+func RunPacedFormat(t *testing.T, k BrokerKind, format string) {
 	const (
 		rate   = 1000
 		window = 20 * time.Second
@@ -43,9 +25,9 @@ func runPacedFormat(t *testing.T, k brokerKind, format string) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, srv := sharedCluster(t, k, 6), startRegistry(t)
-	addrs, name := b.addr, b.name
-	createTopic(ctx, t, addrs, name("events"), 6, nil)
+	b, srv := SharedCluster(t, k, 6), StartRegistry(t)
+	addrs, name := b.Addr, b.Name
+	CreateTopic(ctx, t, addrs, name("events"), 6, nil)
 	var enc loadgen.Encoder
 	if format != loadgen.FormatJSON {
 		cl, err := sr.NewClient(sr.URLs(srv.URL()))
@@ -67,12 +49,12 @@ schema_registry: {urls: [%q]}
 budgets: [{name: campaign, target: %d, begin: %s, end: %s}]
 http: {listen: "127.0.0.1:0"}
 %s`, addrs, name("paced-"+format), name("events"), name("passed"), format, srv.URL(), target,
-		begin.Format(time.RFC3339), end.Format(time.RFC3339), k.groupYAML(groupTimeouts{})))
+		begin.Format(time.RFC3339), end.Format(time.RFC3339), k.GroupYAML(GroupTimeouts{})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tree, stop := runWorker(ctx, t, cfg, zerolog.WarnLevel)
-	out := followOutput(ctx, t, addrs, name("passed"), "campaign")
+	_, tree, stop := RunWorker(ctx, t, cfg, zerolog.WarnLevel)
+	out := FollowOutput(ctx, t, addrs, name("passed"), "campaign")
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs))
 	if err != nil {
@@ -89,21 +71,21 @@ http: {listen: "127.0.0.1:0"}
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, "the worker to count what the output holds", func() bool {
-		r, ok := localReport(tree, "campaign")
-		return ok && uint64(out.total()) == r && out.total() > 0
+		r, ok := LocalReport(tree, "campaign")
+		return ok && uint64(out.Total()) == r && out.Total() > 0
 	})
 	if err := stop(); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	got := out.total()
+	got := out.Total()
 	t.Logf("%s: delivered %d of %d (%+.2f%%)", format, got, target, 100*float64(got-target)/target)
 	if math.Abs(float64(got-target)) > 0.01*target {
 		t.Errorf("%s: delivered %d passes, want within 1%% of %d", format, got, target)
 	}
 }
 
-// localReport returns the passes the worker's tree counts for budget.
-func localReport(tree *flow.Tree, budget string) (uint64, bool) {
+// LocalReport returns the passes the worker's tree counts for budget.
+func LocalReport(tree *flow.Tree, budget string) (uint64, bool) {
 	var n uint64
 	ok := false
 	for _, r := range tree.Reports(time.Now(), nil) {
