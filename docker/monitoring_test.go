@@ -20,7 +20,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 // grafanaDashboard is what these tests read of a Grafana dashboard.

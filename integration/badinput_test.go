@@ -8,7 +8,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/testcert"
+	"github.com/throttler/throttler/internal/testsupport/testcert"
 )
 
 // TestBadInput runs the shared suite on kfake and on Apache Kafka: every

@@ -17,7 +17,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/registry"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/pipeline"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 // TestPacedFormats paces one window budget over JSON, Avro and Protobuf

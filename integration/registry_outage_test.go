@@ -19,7 +19,7 @@ import (
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/registry"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 // outageFor is how long the registry is down: 30s, or

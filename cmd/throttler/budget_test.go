@@ -12,7 +12,7 @@ import (
 
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 // TestBudgetCommands runs two workers (`throttler run`) on an in-process

@@ -20,7 +20,7 @@ import (
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/buildinfo"
 	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 // syncBuffer is a strings.Builder safe for one writer and many readers.

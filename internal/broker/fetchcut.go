@@ -25,7 +25,7 @@ const minPartitionBytes = 256 << 10
 // past the listing: the partition's batches go out with no aborted
 // transaction, and a read_committed reader returns the records of an
 // aborted transaction among them (docs/kafka-notes.md;
-// internal/kfakerepro TestFetchCutMidPartitionListsNoAbortedTxn).
+// internal/testsupport/kfakerepro TestFetchCutMidPartitionListsNoAbortedTxn).
 //
 // The response limit is lifted, so that kfake never cuts a partition;
 // instead the client's MaxBytes is shared out among the partitions

@@ -96,7 +96,7 @@ func (b *crashable) stop(t *testing.T) {
 // A broker SIGKILLed while a producer is in a transaction aborts that
 // transaction for good when it restarts: the producer is fenced, the
 // same transactional id's next transaction is read by read_committed
-// readers (kfake alone hides it: internal/kfakerepro), and the aborted
+// readers (kfake alone hides it: internal/testsupport/kfakerepro), and the aborted
 // records stay invisible after a second crash (kfake alone revives them).
 func TestCrashedTransactionStaysAborted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -192,7 +192,7 @@ func readCommitted(ctx context.Context, t *testing.T, addr string) []string {
 // answer (the connection cut; the broker SIGKILLed) resends it after the
 // restart, with the same sequence numbers: the restarted broker answers
 // with the offset of the first write instead of writing it again (kfake
-// alone writes it twice: internal/kfakerepro).
+// alone writes it twice: internal/testsupport/kfakerepro).
 func TestProduceRetriedAcrossCrashWrittenOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -13,7 +13,7 @@ import (
 // producer's sequence window: its last five batches in the partition.
 // It saves the windows in seq_windows.json only on a graceful stop, so
 // after a SIGKILL it has none, or stale ones, and writes a resent batch a
-// second time (internal/kfakerepro). Real Kafka rebuilds them from the
+// second time (internal/testsupport/kfakerepro). Real Kafka rebuilds them from the
 // log. So does the broker, before kfake loads the dir, when segments were
 // written after the last save of the windows.
 

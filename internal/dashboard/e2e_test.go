@@ -16,7 +16,7 @@ import (
 	"github.com/throttler/throttler/app"
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"

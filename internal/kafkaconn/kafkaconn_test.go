@@ -13,7 +13,7 @@ import (
 	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
-	"github.com/throttler/throttler/internal/testcert"
+	"github.com/throttler/throttler/internal/testsupport/testcert"
 )
 
 // checkTimeout is what each Check may take. A refused credential must

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 const testAvro = `{"type":"record","name":"E","fields":[{"name":"campaign","type":"string"}]}`
