@@ -15,8 +15,8 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // The suite's event in every format: the same fields, so that one

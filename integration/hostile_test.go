@@ -21,7 +21,7 @@ import (
 
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/registry"
-	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/internal/tools/clusterstatus"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
@@ -478,7 +478,7 @@ func (h *hostileRun) checkTools(ctx context.Context, parked []string) {
 	t := h.t
 	brokers := strings.Join(h.brokers, ",")
 	code, out, errOut := h.cliRun("status", "--brokers", brokers, "--stats-topic", h.stats, "--json")
-	var st status.Status
+	var st clusterstatus.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status --json: exit %d, not a status document:\n%.2000s\n%s", code, out, errOut)
 	}

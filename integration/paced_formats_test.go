@@ -13,8 +13,8 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // TestPacedFormats paces one window budget over JSON, Avro and Protobuf

@@ -16,10 +16,10 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/registry"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // outageFor is how long the registry is down: 30s, or

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
 	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 const testTimeout = 2 * time.Minute
