@@ -15,7 +15,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/tools/broker"
 )
 
@@ -46,9 +46,9 @@ message SuiteEvent {
 
 // startRegistry starts a schema registry in the process; it stops with
 // the test.
-func startRegistry(t *testing.T) *registry.Server {
+func startRegistry(t *testing.T) *schemaregistry.Server {
 	t.Helper()
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func startRegistry(t *testing.T) *registry.Server {
 
 // startBrokerAndRegistry starts an embedded broker (with opts) and a
 // schema registry in the process; both stop with the test.
-func startBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Opt) (*broker.Broker, *registry.Server) {
+func startBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Opt) (*broker.Broker, *schemaregistry.Server) {
 	t.Helper()
 	b, err := broker.Start(ctx, append([]broker.Opt{broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop())}, opts...)...)
 	if err != nil {
@@ -104,7 +104,7 @@ type suiteFormat struct {
 
 // newSuiteFormats registers the Avro and Protobuf schemas with srv and
 // returns the three formats, and the ids of the two schemas.
-func newSuiteFormats(t *testing.T, srv *registry.Server) (formats []suiteFormat, avroID, protoID int) {
+func newSuiteFormats(t *testing.T, srv *schemaregistry.Server) (formats []suiteFormat, avroID, protoID int) {
 	t.Helper()
 	cl, err := sr.NewClient(sr.URLs(srv.URL()))
 	if err != nil {

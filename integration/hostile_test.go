@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/tools/clusterstatus"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
@@ -136,7 +136,7 @@ func runHostileSuite(t *testing.T, brokers []string) {
 			t.Fatalf("create %s: %v", topic, err)
 		}
 	}
-	reg, err := registry.StartServer("127.0.0.1:0")
+	reg, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/pipeline"
 )
@@ -31,7 +31,7 @@ var demoCampaigns = []string{"spring-sale", "premium", "clicks-goal", "brand-a",
 // paths of the events, and writes a config that validate accepts and
 // that a worker runs and delivers with.
 func TestInitProposesAndRuns(t *testing.T) {
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/internal/tools/broker"
 	"github.com/throttler/throttler/internal/tools/loadgen"
@@ -88,7 +88,7 @@ func TestRegistryOutage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // the outage's own length, not a synchronisation
 	}
-	if err := w.Ready(); !errors.Is(err, registry.ErrUnreachable) || early.total() != 2*n {
+	if err := w.Ready(); !errors.Is(err, schemaregistry.ErrUnreachable) || early.total() != 2*n {
 		t.Fatalf("after the outage: Ready %v, %d of %d events of the fetched schema delivered", err, early.total(), 2*n)
 	}
 	if up, waits := gauge(t, w, "throttler_schema_registry_up"), gauge(t, w, "throttler_schema_waits_total"); up != 0 || waits == 0 {
@@ -114,7 +114,7 @@ func TestRegistryOutage(t *testing.T) {
 
 // outageEncoders registers the events' Avro schema and a second version
 // of it (same fields, another id) and returns their encoders.
-func outageEncoders(ctx context.Context, t *testing.T, srv *registry.Server) (cached, fresh loadgen.Encoder) {
+func outageEncoders(ctx context.Context, t *testing.T, srv *schemaregistry.Server) (cached, fresh loadgen.Encoder) {
 	t.Helper()
 	cl, err := sr.NewClient(sr.URLs(srv.URL()))
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
@@ -20,7 +20,7 @@ func (r *runner) setupFormat(ctx context.Context) (stop func(), err error) {
 	if !f.Framed() {
 		return func() {}, nil
 	}
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		return func() {}, err
 	}
@@ -31,7 +31,7 @@ func (r *runner) setupFormat(ctx context.Context) (stop func(), err error) {
 	if r.enc, err = loadgen.Register(ctx, cl, r.input()+"-value", r.c.Format); err != nil {
 		return srv.Close, err
 	}
-	src, err := registry.New([]string{srv.URL()})
+	src, err := schemaregistry.New([]string{srv.URL()})
 	if err != nil {
 		return srv.Close, err
 	}

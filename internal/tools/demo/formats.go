@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
@@ -28,7 +28,7 @@ func formatConfig(ctx context.Context, c Config, brokers []string, begin, end ti
 	if err != nil || c.Format == "" || c.Format == loadgen.FormatJSON {
 		return fm, cfg, err
 	}
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		return fm, nil, err
 	}

@@ -8,14 +8,14 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 )
 
 // TestFormats registers each format's schema with an in-process registry,
 // encodes events, and checks that throttler's decoder (through the
 // registry) reads every field back, and Decode too.
 func TestFormats(t *testing.T) {
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := registry.New([]string{srv.URL()})
+	src, err := schemaregistry.New([]string{srv.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}

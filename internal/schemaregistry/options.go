@@ -1,4 +1,4 @@
-package registry
+package schemaregistry
 
 import (
 	"crypto/tls"

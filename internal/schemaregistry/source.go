@@ -1,4 +1,4 @@
-// Package registry gives decoders the schemas of Avro and Protobuf records
+// Package schemaregistry gives decoders the schemas of Avro and Protobuf records
 // from a schema registry (Confluent's REST API, as Redpanda, Karapace and
 // Apicurio serve it), through franz-go's pkg/sr: each schema id is
 // fetched once, with the schemas it references, and kept. A registry that
@@ -8,7 +8,7 @@
 // backoff; Source.Ready says so for /readyz, its metrics and logs too.
 //
 // Server is a registry in the process, for tests and the demo.
-package registry
+package schemaregistry
 
 import (
 	"context"
