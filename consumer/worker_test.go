@@ -227,15 +227,6 @@ func (env *testEnv) waitCommitted(topic string) {
 	env.waitCommittedGroup("g", topic)
 }
 
-func (env *testEnv) deleteGroup(group string) {
-	env.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	if _, err := env.adm.DeleteGroup(ctx, group); err != nil {
-		env.t.Fatal(err)
-	}
-}
-
 func (env *testEnv) waitCommittedGroup(group, topic string) {
 	env.t.Helper()
 	testwait.Eventually(env.t, "group "+group+" to commit the end of "+topic, func() bool {
