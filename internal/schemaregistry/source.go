@@ -1,8 +1,8 @@
-// Package schemaregistry gives decoders the schemas of Avro and Protobuf records
-// from a schema registry (Confluent's REST API, as Redpanda, Karapace and
-// Apicurio serve it), through franz-go's pkg/sr: each schema id is
-// fetched once, with the schemas it references, and kept. A registry that
-// is down or slow is not the records' fault: Source.Schema answers at
+// Package schemaregistry gives decoders the schemas of Avro and Protobuf
+// records from a schema registry (Confluent's REST API, as Redpanda,
+// Karapace and Apicurio serve it), through franz-go's pkg/sr: each schema
+// id is fetched once, with the schemas it references, and kept. A registry
+// that is down or slow is not the records' fault: Source.Schema answers at
 // once that the schema is not available yet and when to try again, the
 // worker holds the record's partition, and the fetch is retried with
 // backoff; Source.Ready says so for /readyz, its metrics and logs too.

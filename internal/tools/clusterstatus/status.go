@@ -1,8 +1,8 @@
-// Package clusterstatus builds the cluster status that `throttler status` prints,
-// from what the stats topic holds: budget definitions and reports, and
-// experiment definitions and variant counts (see package stats). It reads
-// no clock and no Kafka: Build takes the instant and a source of records,
-// so it is tested without a broker.
+// Package clusterstatus builds the cluster status that `throttler status`
+// prints, from what the stats topic holds: budget definitions and reports,
+// and experiment definitions and variant counts (see package stats). It
+// reads no clock and no Kafka: Build takes the instant and a source of
+// records, so it is tested without a broker.
 package clusterstatus
 
 import (
