@@ -12,7 +12,7 @@ import (
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/internal/kafkaconn"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 )
 
 // framedFetchWait shortens the fetch long-poll of a worker with Avro or
@@ -27,7 +27,7 @@ const framedFetchWait = 500 * time.Millisecond
 type formats struct {
 	input, rewards []decode.Opt
 	worker         []consumer.Opt
-	source         *registry.Source // nil when every topic is JSON
+	source         *schemaregistry.Source // nil when every topic is JSON
 }
 
 // formatsOf returns the options of c's formats: the format of each
@@ -68,31 +68,31 @@ func formatsOf(c *config.Config) (formats, error) {
 }
 
 // newSource returns the registry source of a configuration.
-func newSource(r config.SchemaRegistry) (*registry.Source, error) {
-	var opts []registry.Opt
+func newSource(r config.SchemaRegistry) (*schemaregistry.Source, error) {
+	var opts []schemaregistry.Opt
 	if r.TLS.On() {
 		t, err := kafkaconn.TLSConfig(r.TLS)
 		if err != nil {
 			return nil, &consumer.ConfigError{Option: "schema_registry.tls", Reason: err.Error()}
 		}
-		opts = append(opts, registry.TLS(t))
+		opts = append(opts, schemaregistry.TLS(t))
 	}
 	if r.Username != "" {
 		pass, p := r.ResolvePassword()
 		if p != nil {
 			return nil, &consumer.ConfigError{Option: "schema_registry." + p.Field, Reason: p.Reason}
 		}
-		opts = append(opts, registry.BasicAuth(r.Username, pass))
+		opts = append(opts, schemaregistry.BasicAuth(r.Username, pass))
 	}
 	if r.Timeout > 0 {
-		opts = append(opts, registry.RequestTimeout(r.Timeout))
+		opts = append(opts, schemaregistry.RequestTimeout(r.Timeout))
 	}
-	return registry.New(r.URLs, opts...)
+	return schemaregistry.New(r.URLs, opts...)
 }
 
 // watchSource registers the source's metrics with the worker's and logs
 // with the worker's logger.
-func watchSource(src *registry.Source) consumer.StartFunc {
+func watchSource(src *schemaregistry.Source) consumer.StartFunc {
 	return func(_ context.Context, w *consumer.Worker) (func(), error) {
 		src.SetLogger(w.Logger())
 		for _, c := range src.Collectors() {

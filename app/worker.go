@@ -23,7 +23,7 @@ import (
 	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/controlfeed"
 	"github.com/throttler/throttler/internal/kafkaconn"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
@@ -34,7 +34,7 @@ type Parts struct {
 	Decoder *decode.Decoder
 	// Registry gives the schemas of Avro and Protobuf topics; nil when
 	// every topic is JSON.
-	Registry *registry.Source
+	Registry *schemaregistry.Source
 	// ClientOpts reach the brokers: seed brokers, TLS, SASL and the
 	// timeouts that are set.
 	ClientOpts []kgo.Opt

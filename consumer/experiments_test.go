@@ -15,8 +15,8 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/status"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/clusterstatus"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
@@ -267,7 +267,7 @@ func TestVariantCountsAndSRM(t *testing.T) {
 
 	// What throttler status makes of the topic the workers wrote (every
 	// event passed budget a; the lossy stage dropped some after).
-	st := status.Build(view, "stats", clock.Now())
+	st := clusterstatus.Build(view, "stats", clock.Now())
 	if len(st.Budgets) != 1 || st.Budgets[0].Passed != n || st.Budgets[0].Sources != inputPartitions || st.Mismatches != 1 {
 		t.Fatalf("status: %+v", st)
 	}

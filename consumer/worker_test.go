@@ -19,7 +19,7 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/splitter"
 )
@@ -225,15 +225,6 @@ func (rw *runningWorker) stop(t *testing.T) {
 func (env *testEnv) waitCommitted(topic string) {
 	env.t.Helper()
 	env.waitCommittedGroup("g", topic)
-}
-
-func (env *testEnv) deleteGroup(group string) {
-	env.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	if _, err := env.adm.DeleteGroup(ctx, group); err != nil {
-		env.t.Fatal(err)
-	}
 }
 
 func (env *testEnv) waitCommittedGroup(group, topic string) {

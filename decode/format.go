@@ -73,7 +73,7 @@ type Reference struct {
 }
 
 // Schemas finds the schema a framed record names by its id: a schema
-// registry client (internal/registry), or a fixed set in tests.
+// registry client (internal/schemaregistry), or a fixed set in tests.
 type Schemas interface {
 	// Schema returns the schema registered under id. A decoder asks once
 	// per id and keeps what it compiles from the answer; it asks from a

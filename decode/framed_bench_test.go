@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
-// The event of internal/loadgen in each format, for the decode stage's
+// The event of internal/tools/loadgen in each format, for the decode stage's
 // cost per record by format.
 const (
 	benchAvroSchema = `{"type":"record","name":"Event","namespace":"throttler.loadgen","fields":[

@@ -19,8 +19,8 @@ import (
 	"github.com/throttler/throttler/app"
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // grafanaDashboard is what these tests read of a Grafana dashboard.

@@ -7,8 +7,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/testcert"
+	"github.com/throttler/throttler/internal/testsupport/testcert"
+	"github.com/throttler/throttler/internal/tools/broker"
 
 	. "github.com/throttler/throttler/integration/suite"
 )

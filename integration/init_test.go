@@ -3,7 +3,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 
 	. "github.com/throttler/throttler/integration/suite"
 )
@@ -15,7 +15,7 @@ import (
 // paths of the events, and writes a config that validate accepts and
 // that a worker runs and delivers with.
 func TestInitProposesAndRuns(t *testing.T) {
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/registry"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/schemaregistry"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 
 	. "github.com/throttler/throttler/integration/suite"
 )
@@ -70,7 +70,7 @@ func TestRegistryOutage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // the outage's own length, not a synchronisation
 	}
-	if err := w.Ready(); !errors.Is(err, registry.ErrUnreachable) || early.Total() != 2*n {
+	if err := w.Ready(); !errors.Is(err, schemaregistry.ErrUnreachable) || early.Total() != 2*n {
 		t.Fatalf("after the outage: Ready %v, %d of %d events of the fetched schema delivered", err, early.Total(), 2*n)
 	}
 	if up, waits := Gauge(t, w, "throttler_schema_registry_up"), Gauge(t, w, "throttler_schema_waits_total"); up != 0 || waits == 0 {

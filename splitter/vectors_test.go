@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throttler/throttler/internal/vendorcases"
+	"github.com/throttler/throttler/internal/testsupport/vendorcases"
 	"github.com/throttler/throttler/splitter"
 )
 

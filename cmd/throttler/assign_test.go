@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/throttler/throttler/internal/vendorcases"
+	"github.com/throttler/throttler/internal/testsupport/vendorcases"
 	"github.com/throttler/throttler/splitter"
 )
 
@@ -49,7 +49,7 @@ func assignLines(t *testing.T, args ...string) (int, []placementJSON, string) {
 }
 
 // TestAssignVendorCases runs every published vendor case that the
-// splitter's tests run (internal/vendorcases) through `throttler assign`,
+// splitter's tests run (internal/testsupport/vendorcases) through `throttler assign`,
 // from a YAML config file: each key gets the vendor's variant. The brokers
 // of the config are a listener that counts connections: none is made.
 func TestAssignVendorCases(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/bench"
-	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/tools/bench"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 var benchCmd = &command{

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/throttler/throttler/internal/broker"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 var brokerCmd = &command{

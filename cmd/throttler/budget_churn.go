@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/churn"
+	"github.com/throttler/throttler/internal/tools/churn"
 )
 
 var budgetChurnCmd = &command{

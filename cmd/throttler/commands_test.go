@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 const testTimeout = 2 * time.Minute
@@ -126,7 +126,7 @@ func TestLoadgenAvro(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	reg, err := registry.StartServer("127.0.0.1:0")
+	reg, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/dashboard"
 	"github.com/throttler/throttler/internal/httpguard"
+	"github.com/throttler/throttler/internal/tools/dashboard"
 )
 
 var dashboardCmd = &command{

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/throttler/throttler/internal/dashboard"
+	"github.com/throttler/throttler/internal/tools/dashboard"
 )
 
 // TestDashboardCommand serves the dashboard of a stats topic on port 0,

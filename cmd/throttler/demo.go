@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/throttler/throttler/internal/demo"
+	"github.com/throttler/throttler/internal/tools/demo"
 )
 
 var demoCmd = &command{

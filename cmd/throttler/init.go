@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
 	"github.com/throttler/throttler/internal/tools/initcfg"
 )
 
@@ -70,7 +70,7 @@ budgets' targets are a start, not a decision.`,
 			}
 			var schemas decode.Schemas
 			if *reg != "" {
-				src, err := registry.New([]string{*reg})
+				src, err := schemaregistry.New([]string{*reg})
 				if err != nil {
 					return badFlag("registry", "%v", err)
 				}

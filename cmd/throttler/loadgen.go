@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // setupTimeout bounds reaching the brokers and creating the topic.

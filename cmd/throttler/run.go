@@ -17,11 +17,11 @@ import (
 	"github.com/throttler/throttler/app"
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/buildinfo"
 	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
 	"github.com/throttler/throttler/internal/logx"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // logNames bounds the budget names a log line lists.

@@ -17,10 +17,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/buildinfo"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // syncBuffer is a strings.Builder safe for one writer and many readers.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/throttler/throttler/internal/scale"
+	"github.com/throttler/throttler/internal/tools/scale"
 )
 
 var scaleCmd = &command{

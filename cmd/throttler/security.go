@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // kafkaFlags are the connection flags of a command that reaches Kafka

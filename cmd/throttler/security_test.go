@@ -15,7 +15,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/internal/kafkaconn"
-	"github.com/throttler/throttler/internal/testcert"
+	"github.com/throttler/throttler/internal/testsupport/testcert"
 )
 
 // startCLIBroker runs `throttler broker` with args on port 0 and returns

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/internal/tools/clusterstatus"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -20,7 +20,7 @@ var statusCmd = &command{
 achieved in its current window or period against the ideal course, its pass
 rate and the time left; per experiment, the cluster-wide variant counts, their
 shares against the weights and the sample-ratio-mismatch p-value, marked
-"` + status.MismatchMark + `" below 0.001. It needs nothing but the stats topic: the workers
+"` + clusterstatus.MismatchMark + `" below 0.001. It needs nothing but the stats topic: the workers
 publish their budget and experiment definitions there.
 
 --budget NAME (repeatable) shows only the budgets of those names, or matching
@@ -39,7 +39,7 @@ when it printed, 1 when the topic cannot be read, 2 for a bad flag.`,
 		topic := fs.String("stats-topic", "throttler.stats", "the stats `topic` (a config's topics.stats; default <group>.stats)")
 		asJSON := fs.Bool("json", false, "print one JSON document instead of tables")
 		timeout := fs.Duration("timeout", 30*time.Second, "give up reading the topic after this `duration`")
-		var q status.Query
+		var q clusterstatus.Query
 		fs.Func("budget", "show the budget of this `name` or glob (repeatable)", func(s string) error {
 			if s == "" {
 				return errors.New("must not be empty")
@@ -70,7 +70,7 @@ when it printed, 1 when the topic cannot be read, 2 for a bad flag.`,
 				return err
 			}
 			defer view.Close()
-			return status.Stream(e.stdout, view, *topic, clock(), q, *asJSON)
+			return clusterstatus.Stream(e.stdout, view, *topic, clock(), q, *asJSON)
 		}
 	},
 }

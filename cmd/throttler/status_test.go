@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/internal/tools/broker"
+	"github.com/throttler/throttler/internal/tools/clusterstatus"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 	"github.com/throttler/throttler/splitter"
 	"github.com/throttler/throttler/stats"
 )
@@ -114,7 +114,7 @@ func TestStatusCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status --json: exit %d: %s", code, stderr)
 	}
-	var st status.Status
+	var st clusterstatus.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatalf("%v in %s", err, stdout)
 	}
@@ -146,12 +146,12 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatalf("status: exit %d: %s", code, stderr)
 	}
 	t.Logf("text output:\n%s", stdout)
-	for _, want := range []string{"spring", "6000", "+0.00%", "0.5000", "hourly", "ui/color", "red", "49.90%", "over limit -> output", "skew/arm", status.MismatchMark} {
+	for _, want := range []string{"spring", "6000", "+0.00%", "0.5000", "hourly", "ui/color", "red", "49.90%", "over limit -> output", "skew/arm", clusterstatus.MismatchMark} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text output lacks %q", want)
 		}
 	}
-	if strings.Count(stdout, status.MismatchMark) != 1 {
+	if strings.Count(stdout, clusterstatus.MismatchMark) != 1 {
 		t.Errorf("want one mismatch mark:\n%s", stdout)
 	}
 }
@@ -226,7 +226,7 @@ layers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st status.Status
+	var st clusterstatus.Status
 	ok := poll(ctx, func() bool {
 		if _, err := loadgen.Run(ctx, cl, g, loadgen.RunConfig{Topic: "events", Count: 20, Rate: 200}); err != nil {
 			t.Fatal(err)

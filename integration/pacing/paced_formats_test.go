@@ -3,7 +3,7 @@ package pacing
 import (
 	"testing"
 
-	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 
 	. "github.com/throttler/throttler/integration/suite"
 )

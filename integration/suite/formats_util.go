@@ -15,8 +15,8 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/broker"
-	"github.com/throttler/throttler/internal/registry"
+	"github.com/throttler/throttler/internal/schemaregistry"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // The suite's event in every format: the same fields, so that one
@@ -46,9 +46,9 @@ message SuiteEvent {
 
 // StartRegistry starts a schema registry in the process; it stops with
 // the test.
-func StartRegistry(t *testing.T) *registry.Server {
+func StartRegistry(t *testing.T) *schemaregistry.Server {
 	t.Helper()
-	srv, err := registry.StartServer("127.0.0.1:0")
+	srv, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func StartRegistry(t *testing.T) *registry.Server {
 
 // StartBrokerAndRegistry starts an embedded broker (with opts) and a
 // schema registry in the process; both stop with the test.
-func StartBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Opt) (*broker.Broker, *registry.Server) {
+func StartBrokerAndRegistry(ctx context.Context, t *testing.T, opts ...broker.Opt) (*broker.Broker, *schemaregistry.Server) {
 	t.Helper()
 	b, err := broker.Start(ctx, append([]broker.Opt{broker.Addr("127.0.0.1:0"), broker.Logger(zerolog.Nop())}, opts...)...)
 	if err != nil {
@@ -106,7 +106,7 @@ type SuiteFormat struct {
 
 // NewSuiteFormats registers the Avro and Protobuf schemas with srv and
 // returns the three formats, and the ids of the two schemas.
-func NewSuiteFormats(t *testing.T, srv *registry.Server) (formats []SuiteFormat, avroID, protoID int) {
+func NewSuiteFormats(t *testing.T, srv *schemaregistry.Server) (formats []SuiteFormat, avroID, protoID int) {
 	t.Helper()
 	cl, err := sr.NewClient(sr.URLs(srv.URL()))
 	if err != nil {

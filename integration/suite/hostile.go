@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/registry"
-	"github.com/throttler/throttler/internal/status"
+	"github.com/throttler/throttler/internal/schemaregistry"
+	"github.com/throttler/throttler/internal/tools/clusterstatus"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 )
@@ -98,7 +98,7 @@ func RunHostileSuite(t *testing.T, brokers []string) {
 			t.Fatalf("create %s: %v", topic, err)
 		}
 	}
-	reg, err := registry.StartServer("127.0.0.1:0")
+	reg, err := schemaregistry.StartServer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func (h *HostileRun) CheckTools(ctx context.Context, parked []string) {
 	t := h.T
 	brokers := strings.Join(h.Brokers, ",")
 	code, out, errOut := h.CliRun("status", "--brokers", brokers, "--stats-topic", h.Stats, "--json")
-	var st status.Status
+	var st clusterstatus.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status --json: exit %d, not a status document:\n%.2000s\n%s", code, out, errOut)
 	}

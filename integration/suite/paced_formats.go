@@ -13,8 +13,8 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 func RunPacedFormat(t *testing.T, k BrokerKind, format string) {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/loadgen"
-	"github.com/throttler/throttler/internal/registry"
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/schemaregistry"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // OutageFor is how long the registry is down: 30s, or
@@ -35,7 +35,7 @@ func OutageFor(t *testing.T) time.Duration {
 
 // OutageEncoders registers the events' Avro schema and a second version
 // of it (same fields, another id) and returns their encoders.
-func OutageEncoders(ctx context.Context, t *testing.T, srv *registry.Server) (cached, fresh loadgen.Encoder) {
+func OutageEncoders(ctx context.Context, t *testing.T, srv *schemaregistry.Server) (cached, fresh loadgen.Encoder) {
 	t.Helper()
 	cl, err := sr.NewClient(sr.URLs(srv.URL()))
 	if err != nil {

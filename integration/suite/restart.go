@@ -16,7 +16,7 @@ func RunBrokerRestart(t *testing.T, k BrokerKind) {
 	target, window := 8000, 30*time.Second
 	// THROTTLER_RESTART_KILL=1 makes the second stop a SIGKILL: the
 	// broker then closes the transactions the crash left open before it
-	// serves (internal/broker/recover.go). THROTTLER_RESTART_KILLS=n runs
+	// serves (internal/tools/broker/recover.go). THROTTLER_RESTART_KILLS=n runs
 	// 2 minutes (4 times the target) with n SIGKILLs, evenly spaced, and
 	// no SIGTERM.
 	stops := []BrokerStop{{8 * time.Second, syscall.SIGTERM}, {20 * time.Second, syscall.SIGTERM}}

@@ -14,7 +14,7 @@ import (
 	"github.com/throttler/throttler/app"
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
-	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 func RunExperimentSplit(t *testing.T, k BrokerKind) {

@@ -15,7 +15,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
-	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // StatsSample is, at one instant, the passes the cluster really made and

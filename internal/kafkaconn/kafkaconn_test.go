@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/config"
-	"github.com/throttler/throttler/internal/broker"
 	"github.com/throttler/throttler/internal/kafkacheck"
 	"github.com/throttler/throttler/internal/kafkaconn"
-	"github.com/throttler/throttler/internal/testcert"
+	"github.com/throttler/throttler/internal/testsupport/testcert"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // checkTimeout is what each Check may take. A refused credential must

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttler/throttler/internal/testwait"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 // orphanChildEnv tells this test binary, run again as a child by

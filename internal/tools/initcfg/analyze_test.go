@@ -11,7 +11,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/decode"
-	"github.com/throttler/throttler/internal/loadgen"
+	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
 // t0 is the instant of every sample.
