@@ -1,11 +1,12 @@
 // Package integration holds throttler's end-to-end tests across processes:
 // a broker, load generators and several `throttler run` workers, started
 // from the binary the tests build, with signals sent to them mid-run. The
-// tests are in three packages, so that each runs within go test's default
+// tests are in five packages, so that each runs within go test's default
 // time limit: this one (bad input, formats, caps, experiments, hostile
-// input, the CLI), crash (kills, restarts, fencing, compaction) and
-// pacing (paced windows, delay budgets, a faulty stats exchange); the
-// harness they share is package suite.
+// input, the CLI), crash (worker kills), broker (broker restarts,
+// fencing, timeouts, compaction), pacing (paced windows, a faulty stats
+// exchange) and delay (delay budgets); the harness they share is package
+// suite.
 //
 // Each test runs on one or more kinds of broker (suite/brokers.go): kfake
 // (`throttler broker`, the embedded broker) and Apache Kafka 4, a JVM

@@ -152,7 +152,7 @@ func OwnCluster(t *testing.T, k BrokerKind, partitions int, flags []string, opts
 // SharedCluster gives t a broker of kind k that t must not stop: for
 // kfake a `throttler broker` of its own, for Kafka the package's broker of
 // the kind's transaction version, with topics and groups named with a
-// Prefix of t's own (c.name), deleted when t ends.
+// prefix of t's own (c.name), deleted when t ends.
 func SharedCluster(t *testing.T, k BrokerKind, partitions int, flags ...string) *Cluster {
 	t.Helper()
 	if k.External || k.Container {
@@ -312,7 +312,7 @@ func (p *KafkaPool) Close() {
 }
 
 // CreateTopic creates topic with partitions and configs on the broker at
-// Addr and waits until the broker lists it (see waitTopic).
+// addr and waits until the broker lists it (see waitTopic).
 func CreateTopic(ctx context.Context, t *testing.T, addr, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -335,9 +335,9 @@ func WaitProducing(t *testing.T, gen *Proc, addr, topic string) {
 }
 
 // WaitTopic waits until the broker at addr lists topic with its
-// Partitions and their leaders: Apache Kafka answers CreateTopics before
+// partitions and their leaders: Apache Kafka answers CreateTopics before
 // its metadata lists the topic (kfake does not), and a worker refuses to
-// Start on an input topic it cannot see.
+// start on an input topic it cannot see.
 func WaitTopic(t *testing.T, addr, topic string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))

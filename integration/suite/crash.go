@@ -43,7 +43,7 @@ type CrashGroup struct {
 }
 
 // LostSessions counts the sessions the group's workers lost (their
-// Partitions lost: expelled by the group) in the lines they logged.
+// partitions lost: expelled by the group) in the lines they logged.
 func (g *CrashGroup) LostSessions() int {
 	n := 0
 	for _, p := range g.Procs {
@@ -222,7 +222,7 @@ func RunCrashRecovery(t *testing.T, k BrokerKind) {
 	defer cancel()
 	for _, g := range groups {
 		if !WaitFor(45*time.Second, func() bool { return CaughtUp(ctx, adm, g.Name, input) }) {
-			t.Fatalf("group %s did not consume the input to its end", g.Name)
+			t.Fatalf("group %s did not consume the input to its end: %s", g.Name, Stall(ctx, adm, g.Name, input, GroupTopics(g.Name)...))
 		}
 	}
 	// Real time: one more stats interval (2 s) of idle workers, whose
@@ -315,9 +315,38 @@ func CaughtUp(ctx context.Context, adm *kadm.Client, group, topic string) bool {
 	return ok
 }
 
+// Stall describes, for a test whose group did not catch up, where each
+// input partition's group offset stands against its end, and which
+// partitions of the outputs hold an open transaction (last stable offset
+// below the high watermark): what tells a slow group from a stuck one.
+func Stall(ctx context.Context, adm *kadm.Client, group, input string, outputs ...string) string {
+	var b strings.Builder
+	ends, err := adm.ListEndOffsets(ctx, input)
+	committed, err2 := adm.FetchOffsets(ctx, group)
+	if err != nil || err2 != nil {
+		return fmt.Sprintf("offsets of %s: %v, %v", input, err, err2)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if c, found := committed.Lookup(o.Topic, o.Partition); !found || c.At < o.Offset {
+			fmt.Fprintf(&b, "%s/%d: group at %d of %d; ", o.Topic, o.Partition, c.At, o.Offset)
+		}
+	})
+	hwm, err := adm.ListEndOffsets(ctx, outputs...)
+	lso, err2 := adm.ListCommittedOffsets(ctx, outputs...)
+	if err != nil || err2 != nil {
+		return b.String() + fmt.Sprintf("offsets of the outputs: %v, %v", err, err2)
+	}
+	hwm.Each(func(o kadm.ListedOffset) {
+		if l, found := lso.Lookup(o.Topic, o.Partition); found && l.Offset < o.Offset {
+			fmt.Fprintf(&b, "%s/%d: open transaction (stable %d, end %d); ", o.Topic, o.Partition, l.Offset, o.Offset)
+		}
+	})
+	return b.String()
+}
+
 // GroupConfig writes the config of the workers of group, reading input
 // on a broker of kind k: one budget, "campaign", of target passes between
-// Begin and end; an experiment layer routing 40% of users to two topics;
+// begin and end; an experiment layer routing 40% of users to two topics;
 // rejected and dead-letter topics; short group and transaction timeouts.
 func GroupConfig(t *testing.T, k BrokerKind, addr, group, input, delivery string, partitions, target int, begin, end time.Time) string {
 	t.Helper()

@@ -50,7 +50,7 @@ log: {format: json, level: info}
 		workers = append(workers, Start(t, fmt.Sprintf("worker-%d", i), "run", "--config", cfg))
 	}
 	// The group settles at four partitions each; cooperative rebalances
-	// End within a few seconds of the last member's join.
+	// end within a few seconds of the last member's join.
 	for _, w := range workers {
 		w.WaitLine(t, `"owned":4`, 60*time.Second)
 	}

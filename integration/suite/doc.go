@@ -1,9 +1,10 @@
-// Package suite is the harness of throttler's end-to-end tests
-// (packages integration, integration/crash and integration/pacing): it
-// builds the throttler binary once per test package (Main), starts
-// Brokers of every kind (kfake, Apache Kafka with either group protocol
-// and transaction version, a container, an external cluster) and
-// throttler processes, injects faults (a TCP fault proxy, SIGKILLs,
-// Records written by hand), and reads what the topics, the ledgers and
-// the workers' metrics hold. It is test support: nothing else imports it.
+// Package suite is the harness of throttler's end-to-end tests (packages
+// integration, integration/crash, integration/broker, integration/pacing
+// and integration/delay): it builds the throttler binary once per test
+// package (Main), starts brokers of every kind (kfake, Apache Kafka with
+// either group protocol and transaction version, a container, an external
+// cluster) and throttler processes, which die with the test binary,
+// injects faults (a TCP fault proxy, SIGKILLs, records written by hand),
+// and reads what the topics, the ledgers and the workers' metrics hold. It
+// is test support: nothing else imports it.
 package suite

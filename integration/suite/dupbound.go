@@ -29,7 +29,7 @@ func SnapKill(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic 
 
 // CommittedOffsets returns the offsets group has committed in topic. Right
 // after a broker restart the admin client's connection is gone and the
-// Group coordinator may still be loading: it asks until they answer.
+// group coordinator may still be loading: it asks until they answer.
 func CommittedOffsets(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) map[int32]int64 {
 	t.Helper()
 	var committed kadm.OffsetResponses

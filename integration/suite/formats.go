@@ -138,7 +138,7 @@ func FormatSuiteConfig(t *testing.T, k BrokerKind, brokers []string, registryURL
 
 // CheckFormatOutputs checks that every record sent is in exactly one
 // output topic, a bad one in dlq with its reason and source, a good one
-// With its value unchanged; it returns the count per topic, and of the
+// with its value unchanged; it returns the count per topic, and of the
 // tight budget's passes.
 func CheckFormatOutputs(t *testing.T, got, sent []*kgo.Record, bad []*BadKind, dlq string) map[string]int {
 	t.Helper()

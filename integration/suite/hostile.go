@@ -162,7 +162,7 @@ log: {format: json, level: info}
 
 	parkedSrcs := []string{stats.SourceName(h.Events, 0), stats.SourceName(h.Events, 1), stats.SourceName(h.Events, 2), stats.SourceName(h.Events, 4)}
 	// Both workers own partitions (the rebalances are over: the ten
-	// Partitions of the three input topics are shared), and the four
+	// partitions of the three input topics are shared), and the four
 	// sources are parked: /readyz names them, the gauges count them.
 	var readyz string
 	var assigned, gauge float64

@@ -240,7 +240,7 @@ func MaxLine(p *Proc) (int, string) {
 }
 
 // Framed returns a value in the schema registry wire format of schema id
-// With a payload of junk.
+// with a payload of junk.
 func Framed(id uint32) []byte {
 	b := []byte{0, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(b[1:], id)
@@ -248,7 +248,7 @@ func Framed(id uint32) []byte {
 }
 
 // WaitPast waits until group has committed, on every partition of topic,
-// At least the end offset the partition has now: with traffic going on,
+// at least the end offset the partition has now: with traffic going on,
 // the group passes a mark rather than ever standing at the end.
 func WaitPast(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string) {
 	t.Helper()

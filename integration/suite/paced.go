@@ -144,7 +144,7 @@ log: {format: json, level: info}
 	}
 	// Real time: the follower in this process reads the last commits,
 	// which the stopped workers made visible (no count to poll for: the
-	// Total is what is measured).
+	// total is what is measured).
 	time.Sleep(2 * time.Second)
 	delivered := out.Total()
 	finalErr := float64(delivered-target) / target

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/throttler/throttler/internal/testsupport/deathsig"
 )
 
 // Bin is the throttler binary built once for the package's tests.
@@ -96,31 +97,42 @@ func (l *Lines) String() string {
 func Start(t *testing.T, name string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{Name: name, Cmd: exec.Command(Bin, args...), Out: &Lines{}, Err: &Lines{}, Done: make(chan struct{})}
-	stdout, _ := p.Cmd.StdoutPipe()
-	stderr, _ := p.Cmd.StderrPipe()
-	if err := p.Cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
+	// The outputs are pipes of the test's own, read to their end apart
+	// from the wait, so that Wait closes none of them before its lines
+	// are read.
 	var wg sync.WaitGroup
-	for _, s := range []struct {
-		r io.Reader
-		l *Lines
-	}{{stdout, p.Out}, {stderr, p.Err}} {
+	var writers []*os.File
+	for _, l := range []*Lines{p.Out, p.Err} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		writers = append(writers, w)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc := bufio.NewScanner(s.r)
+			defer r.Close()
+			sc := bufio.NewScanner(r)
 			sc.Buffer(make([]byte, 64<<10), 64<<20) // a line of megabytes is read (and reported), not a stalled pipe
 			for sc.Scan() {
-				s.l.Add(sc.Text())
+				l.Add(sc.Text())
 			}
 		}()
 	}
-	go func() {
+	p.Cmd.Stdout, p.Cmd.Stderr = writers[0], writers[1]
+	// The process dies with the test binary, also when go test's timeout
+	// panic runs no cleanup.
+	err := deathsig.Spawn(p.Cmd, func(err error) {
 		wg.Wait()
-		p.Werr = p.Cmd.Wait()
+		p.Werr = err
 		close(p.Done)
-	}()
+	})
+	for _, w := range writers {
+		w.Close() // the child holds its own copies
+	}
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
 	t.Cleanup(func() {
 		select {
 		case <-p.Done:
@@ -207,7 +219,7 @@ func (p *Proc) WaitLine(t *testing.T, sub string, timeout time.Duration) string 
 }
 
 // StartBroker starts `throttler broker` on a free loopback port with a data
-// Dir and returns its address; extra are more flags of the command.
+// dir and returns its address; extra are more flags of the command.
 func StartBroker(t *testing.T, partitions int, extra ...string) (*Proc, string) {
 	t.Helper()
 	return StartBrokerAt(t, "127.0.0.1:0", t.TempDir(), partitions, extra...)

@@ -167,7 +167,7 @@ http: {listen: "127.0.0.1:0"}
 	}
 	ideal := func(d time.Duration) float64 { return target * d.Seconds() / window.Seconds() }
 	// worstError is the largest |estimate - truth| of any worker over the
-	// Samples in [from, to).
+	// samples in [from, to).
 	worstError := func(from, to time.Time) float64 {
 		w := 0.0
 		for _, s := range samples {

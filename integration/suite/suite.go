@@ -91,7 +91,7 @@ const SuiteTimeout = 3 * time.Minute
 // position, every good event in exactly one of the output and rejected
 // topics, nothing else written, and the committed ledgers counting as
 // many passes as the output holds. brokers and sec reach the cluster;
-// GroupYAML is the workers' group protocol and timeouts; prefix begins the
+// groupYAML is the workers' group protocol and timeouts; prefix begins the
 // names of the topics and group.
 func RunBadInputSuite(t *testing.T, brokers []string, sec config.Security, groupYAML, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), SuiteTimeout)
@@ -345,7 +345,7 @@ func ReadCommitted(ctx context.Context, t *testing.T, conn []kgo.Opt, topics ...
 }
 
 // CheckPassesCounted checks that the committed ledgers of the input's
-// Partitions count exactly the passes the output holds, and as offered
+// partitions count exactly the passes the output holds, and as offered
 // exactly the events decided (passed or rejected; no dead letter).
 func CheckPassesCounted(ctx context.Context, t *testing.T, conn []kgo.Opt, cfg *config.Config, input string, outputs, decided int) {
 	t.Helper()

@@ -17,7 +17,7 @@ import (
 
 // ReadTopics reads every record of topics (read_committed) from the start
 // up to the end offsets they have when it starts, and returns the data
-// Records by topic. A topic that does not exist reads as empty. It fails
+// records by topic. A topic that does not exist reads as empty. It fails
 // the test when ctx ends first (an open transaction never ending, say).
 //
 // A partition is read once a record (data or control) at its end-1 was
@@ -101,7 +101,7 @@ func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 }
 
 // QuietAfter is how long readTopics waits for more records of a partition
-// With no open transaction before it takes it as read.
+// with no open transaction before it takes it as read.
 const QuietAfter = 3 * time.Second
 
 // CountedPasses sums the passes of budget in the stats topic, as a View
@@ -212,7 +212,7 @@ func FinishExactlyOnce(t *testing.T, addr, group, input string, target, partitio
 	adm, closeAdm := Admin(t, addr)
 	defer closeAdm()
 	if !WaitFor(60*time.Second, func() bool { return CaughtUp(ctx, adm, group, input) }) {
-		t.Fatal("the group did not consume the input to its end")
+		t.Fatalf("the group did not consume the input to its end: %s", Stall(ctx, adm, group, input, GroupTopics(group)...))
 	}
 	// Real time: one more stats interval (2 s) of idle workers, whose
 	// reports are published on their own timers in other processes.

@@ -2,7 +2,8 @@ package kafkabroker
 
 import (
 	"os/exec"
-	"runtime"
+
+	"github.com/throttler/throttler/internal/testsupport/deathsig"
 )
 
 // process is a child process and the end of its wait.
@@ -12,27 +13,13 @@ type process struct {
 	err  error         // what Wait returned, once done is closed
 }
 
-// spawn starts cmd so that it dies with this process (see
-// setDeathSignal). The child is started from a goroutine locked to its OS
-// thread, which then waits for it: Linux sends the death signal when the
-// thread that forked the child ends, and the Go runtime ends threads at
-// will unless a goroutine holds one. The goroutine never unlocks, so the
-// thread ends with it, after the child.
+// spawn starts cmd so that it dies with this process (deathsig.Spawn).
 func spawn(cmd *exec.Cmd) (*process, error) {
 	p := &process{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		setDeathSignal(cmd)
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
+	if err := deathsig.Spawn(cmd, func(err error) {
+		p.err = err
 		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	return p, nil

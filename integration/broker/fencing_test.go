@@ -1,4 +1,4 @@
-package crash
+package broker
 
 import (
 	"path/filepath"
