@@ -295,7 +295,7 @@ func (w *Worker) produce(r *kgo.Record) {
 // deciding an event, and blocks while the client buffers
 // kgo.MaxBufferedRecords: done here, it overlaps with the partition
 // goroutines' decoding and deciding instead of adding to it (throttler
-// bench: docs/scale.md). One goroutine keeps each partition's outputs in
+// bench: docs/results.md). One goroutine keeps each partition's outputs in
 // their order.
 func (w *Worker) producer() {
 	for rs := range w.outQ {

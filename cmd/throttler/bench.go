@@ -39,7 +39,7 @@ compiles its hot code, the heap grows).
 The broker: without --brokers an embedded one (kfake, with a temporary data
 directory) in the bench's own process, whose CPU then counts in the Go
 sides' ("broker_in_process": true); with --brokers a broker in another
-process (Apache Kafka: see docs/scale.md; or 'throttler broker'), plaintext,
+process (Apache Kafka: see docs/bench.md; or 'throttler broker'), plaintext,
 on which the run creates its topics under a prefix of its own and deletes
 them at the end: the CPU figures are then the worker side's alone.
 
