@@ -8,8 +8,8 @@
 // (package flow), and commits the partition's progress together with its
 // counters: exactly once (the default), the outputs, the input offsets and
 // the partition's ledger on the stats topic (package stats) are one Kafka
-// transaction; at least once, the outputs are flushed before the ledger
-// and the offsets are written. A partition taken over restores its
+// transaction; at least once, the outputs are flushed first, then the
+// ledger and the offsets are written. A partition taken over restores its
 // counters from its ledger, so that no budget counts a pass twice or
 // forgets one across a rebalance or a crash.
 //

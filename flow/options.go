@@ -88,7 +88,7 @@ func TuneInterval(d time.Duration) Option { return optFunc(func(c *config) { c.t
 func SyncInterval(d time.Duration) Option { return optFunc(func(c *config) { c.sync = d }) }
 
 // Acceleration sets the horizon over which a lag behind (or an excess over)
-// the ideal curve is made up: seed 000's AccelerationPeriod. Default three
+// the ideal curve is made up: the cluster limiter's AccelerationPeriod. Default three
 // sync intervals.
 func Acceleration(d time.Duration) Option { return optFunc(func(c *config) { c.accel = d }) }
 
@@ -97,8 +97,8 @@ func Acceleration(d time.Duration) Option { return optFunc(func(c *config) { c.a
 // cluster rate). Default three sync intervals.
 func StaleAfter(d time.Duration) Option { return optFunc(func(c *config) { c.staleAfter = d }) }
 
-// Decay sets the attenuation coefficient P of seed 000's smoothed
-// quantities (local traffic proportion, ideal pass rate). Default 0.5.
+// Decay sets the attenuation coefficient P of the cluster limiter's
+// smoothed quantities (local traffic proportion, ideal pass rate). Default 0.5.
 func Decay(p float64) Option { return optFunc(func(c *config) { c.decay = p }) }
 
 // ScoreMemory sets the half-life of the score distribution that scored

@@ -86,8 +86,8 @@ log: {format: json, level: info}
 	in := ReadCommitted(wctx, t, conn, name("events"))
 	// One byte a response: kfake cut every response after its first
 	// batch, with no aborted transaction listed for that batch, so every
-	// record of an aborted transaction was read (issue 11 item 2, now
-	// kept from happening by the broker).
+	// record of an aborted transaction was read (docs/kafka-notes.md; the
+	// embedded broker now lists them).
 	out := ReadCommitted(wctx, t, append(conn, kgo.FetchMaxBytes(1)), name("passed"), name("rejected"), name("capped.dead-letter"))
 	for _, r := range out { // the checks below name the topics without the test's prefix
 		r.Topic = strings.TrimPrefix(r.Topic, brk.Prefix)

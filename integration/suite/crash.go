@@ -274,7 +274,7 @@ func (g *CrashGroup) CheckOutputs(ctx context.Context, t *testing.T, addr string
 	if tl.Duplicates > 0 {
 		t.Errorf("exactly-once: %d duplicate outputs", tl.Duplicates)
 	}
-	if over > 0.005 && run.BrokerKills == 0 { // with broker restarts: issue 10, TestBrokerRestart's bound
+	if over > 0.005 && run.BrokerKills == 0 { // with broker kills the bound is TestBrokerRestart's
 		t.Errorf("exactly-once: %d passes for a target of %d, overspent by %.3f%% (bar 0.5%%)", tl.Passes, target, 100*over)
 	}
 	inStats, inLedgers := CountedPasses(ctx, t, addr, g.Name+".stats", g.Input, int32(run.Partitions), "campaign")

@@ -146,6 +146,7 @@ func ClusterState(ctx context.Context, t *testing.T, brokers string) string {
 	return b.String()
 }
 
+// Get returns the body of url, failing the test when it cannot be read.
 func Get(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
