@@ -24,7 +24,8 @@ import "math"
 // reports as of an instant all nodes have them (so that they agree and add
 // up to one), and the stretch begins only when the cluster's traffic held
 // steady over the seconds they are read from (a stall and the backlog
-// after it leave the node on its working fraction to the end). Its
+// after it leave the node on its working fraction to the end, aiming
+// under the ideal curve as in the stretch: see wanted). Its
 // estimates being close, the hard stop's margin over it is the error they
 // show, and the course aimed at runs half that margin under the ideal
 // curve. Scored budgets keep their cut (a rate would pass the first events

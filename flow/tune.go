@@ -97,14 +97,18 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	if c.single {
 		margin = 0
 	}
-	// Over the closing stretch, where the estimates are close enough for
-	// the passes to end on the target rather than be stopped short of it,
-	// the course aimed at runs a standard deviation of their error (half
-	// the margin) under the ideal curve: the last passes, made on a
-	// picture of the peers' a report old, end over it only when that
-	// picture was off by more.
+	// Over the last two report ages of an unscored pass budget's window,
+	// the course aimed at runs a standard deviation of the estimates'
+	// error (half the margin) under the ideal curve: the last passes,
+	// made on a picture of the peers' a report old, end over it only when
+	// that picture was off by more. In the closing stretch the estimates
+	// are close enough for the passes to end on the target rather than be
+	// stopped short of it; where it could not begin (the traffic moved: a
+	// stall, and the backlog every node read after it), the nodes make up
+	// their lag on their working fractions, each on its own picture, and
+	// the margin is the larger error their reports have shown.
 	short := 0.0
-	if c.closeAt <= t {
+	if c.closeAt <= t || c.sk == nil && c.conv == nil && t >= endEff-c.closingSpan(e) {
 		short = margin / 2
 	}
 	switch {

@@ -141,13 +141,13 @@ var stressRows = []stressRow{
 	}},
 	// A broker restart whose partitions come back before their fetches
 	// do: every node reads its backlog at once while its peers' reports
-	// still show the stall's rates. Ended 15.6% over (ten seeds' mean)
-	// when each node took its peers at their reported rates, and so
-	// itself for the whole cluster. The backlog, read 3.5 s before the
-	// end, leaves the nodes on their working fractions (the closing
-	// stretch does not begin): one seed of these ten ends +0.225% over.
+	// still show the stall's rates, 3.5 s before the end, with 23% of the
+	// target to make up. The closing stretch cannot begin (the traffic
+	// moved); the nodes make up the lag on their working fractions and
+	// aim half the hard stop's margin under the ideal curve, which keeps
+	// them from ending over on the errors of their pictures.
 	{file: "restart-backlog.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.03, 0.005)),
+		"campaign": all(finalWithin(-0.01, 0.001)),
 	}},
 	// The same after a restart long enough for the controllers to be
 	// dropped and made again: they have no ratios to their peers yet, and
