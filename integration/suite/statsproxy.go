@@ -155,16 +155,20 @@ http: {listen: "127.0.0.1:0"}
 
 	mu.Lock()
 	defer mu.Unlock()
-	truthAt := func(at time.Time) float64 {
-		v := 0.0
+	// sampleAt is the last sample taken at or before at. The sampler's
+	// ticks come late on a loaded machine: a span is measured between the
+	// instants of the samples that bound it, not the instants asked for.
+	sampleAt := func(at time.Time) StatsSample {
+		var v StatsSample
 		for _, s := range samples {
 			if s.At.After(at) {
 				break
 			}
-			v = s.Truth
+			v = s
 		}
 		return v
 	}
+	truthAt := func(at time.Time) float64 { return sampleAt(at).Truth }
 	ideal := func(d time.Duration) float64 { return target * d.Seconds() / window.Seconds() }
 	// worstError is the largest |estimate - truth| of any worker over the
 	// samples in [from, to).
@@ -187,8 +191,9 @@ http: {listen: "127.0.0.1:0"}
 	t.Logf("healthy: worst estimate error %.0f passes; tolerance after recovery %.0f (%.2f%% of target)", band, tol, 100*tol/target)
 	for _, tr := range troubles {
 		from, to := begin.Add(tr.from), begin.Add(tr.to)
-		passed := truthAt(to) - truthAt(from)
-		want := ideal(tr.to - tr.from)
+		s0, s1 := sampleAt(from), sampleAt(to)
+		passed := s1.Truth - s0.Truth
+		want := ideal(s1.At.Sub(s0.At))
 		during := worstError(from, to)
 		// reconverged: the first instant after which every sample up
 		// to 3 sync intervals later... is within tol.
@@ -202,8 +207,8 @@ http: {listen: "127.0.0.1:0"}
 				break
 			}
 		}
-		t.Logf("%s for %v: %.0f passes (ideal %.0f, %.3f×), worst estimate error %.0f; back within %.0f after %v",
-			tr.name, tr.to-tr.from, passed, want, passed/want, during, tol, back.Round(10*time.Millisecond))
+		t.Logf("%s for %v: %.0f passes over the %v between its samples (ideal %.0f, %.3f×), worst estimate error %.0f; back within %.0f after %v",
+			tr.name, tr.to-tr.from, passed, s1.At.Sub(s0.At).Round(time.Millisecond), want, passed/want, during, tol, back.Round(10*time.Millisecond))
 		var trail []string
 		for d := time.Duration(0); d < 4*time.Second; d += 500 * time.Millisecond {
 			trail = append(trail, fmt.Sprintf("+%.1fs %.0f", d.Seconds(), worstError(to.Add(d), to.Add(d+500*time.Millisecond))))
