@@ -317,9 +317,12 @@ func CaughtUp(ctx context.Context, adm *kadm.Client, group, topic string) bool {
 
 // Stall describes, for a test whose group did not catch up, where each
 // input partition's group offset stands against its end, and which
-// partitions of the outputs hold an open transaction (last stable offset
-// below the high watermark): what tells a slow group from a stuck one.
+// partitions of the outputs and of the group's stats topic (whose ledgers
+// a partition assigned reads up to the last stable offset) hold an open
+// transaction (last stable offset below the high watermark): what tells a
+// slow group from a stuck one.
 func Stall(ctx context.Context, adm *kadm.Client, group, input string, outputs ...string) string {
+	outputs = append(outputs[:len(outputs):len(outputs)], group+".stats")
 	var b strings.Builder
 	ends, err := adm.ListEndOffsets(ctx, input)
 	committed, err2 := adm.FetchOffsets(ctx, group)
