@@ -163,15 +163,20 @@ func (c *Controller) closingSpan(e *estimate) int64 {
 	return min(w, (e.end-c.sched.reserve-e.start)/10)
 }
 
+// lastReports reports whether t falls in the last closingSpan of an
+// unscored pass budget's period, where it aims under the ideal curve
+// (wanted) and may pace by rate (closing).
+func (c *Controller) lastReports(t int64, e *estimate) bool {
+	return c.sk == nil && c.conv == nil && t >= e.end-c.sched.reserve-c.closingSpan(e)
+}
+
 // closing reports whether the tune at t paces by rate: an unscored pass
 // budget in its closing stretch, with its peers known and its parts
 // measured. It records when the stretch began, for the estimates of the
 // peers' passes.
 func (c *Controller) closing(t int64, e *estimate) bool {
-	endEff := e.end - c.sched.reserve
-	if c.sk != nil || c.conv != nil || c.b.Delay || c.single || !(c.ownSmooth > 0) ||
-		!e.peersKnown || t < c.warmUntil || !(c.clusterRate > 0) ||
-		t < endEff-c.closingSpan(e) || t >= e.end {
+	if !c.lastReports(t, e) || c.b.Delay || c.single || !(c.ownSmooth > 0) ||
+		!e.peersKnown || t < c.warmUntil || !(c.clusterRate > 0) || t >= e.end {
 		return false
 	}
 	if c.closeAt == math.MaxInt64 {

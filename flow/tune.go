@@ -108,7 +108,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// their lag on their working fractions, each on its own picture, and
 	// the margin is the larger error their reports have shown.
 	short := 0.0
-	if c.closeAt <= t || c.sk == nil && c.conv == nil && t >= endEff-c.closingSpan(e) {
+	if c.lastReports(t, e) {
 		short = margin / 2
 	}
 	switch {
