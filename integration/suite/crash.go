@@ -47,13 +47,7 @@ type CrashGroup struct {
 func (g *CrashGroup) LostSessions() int {
 	n := 0
 	for _, p := range g.Procs {
-		p.Err.Mu.Lock()
-		for _, l := range p.Err.All {
-			if strings.Contains(l, "partitions lost") {
-				n++
-			}
-		}
-		p.Err.Mu.Unlock()
+		n += p.Err.Count("partitions lost")
 	}
 	return n
 }

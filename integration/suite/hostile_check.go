@@ -77,13 +77,7 @@ func (h *HostileRun) CheckParked(ctx context.Context, workers map[string]*Proc, 
 	}
 	logged := 0
 	for _, p := range h.Procs {
-		p.Err.Mu.Lock()
-		for _, l := range p.Err.All {
-			if strings.Contains(l, "partition parked") {
-				logged++
-			}
-		}
-		p.Err.Mu.Unlock()
+		logged += p.Err.Count("partition parked")
 	}
 	if logged < len(parked) {
 		t.Fatalf("%d 'partition parked' lines for %d parked sources", logged, len(parked))

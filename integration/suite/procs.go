@@ -82,6 +82,19 @@ func (l *Lines) Find(sub string) (string, bool) {
 	return "", false
 }
 
+// Count returns how many lines contain sub.
+func (l *Lines) Count(sub string) int {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	n := 0
+	for _, s := range l.All {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
 func (l *Lines) String() string {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
