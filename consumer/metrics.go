@@ -26,6 +26,7 @@ type metrics struct {
 	dropped      prometheus.Counter
 	routed       *prometheus.CounterVec // layer, experiment, variant
 	commits      *prometheus.CounterVec // result: committed, aborted
+	hanging      *prometheus.CounterVec // result: completed, unknown, failed
 
 	workingRate *prometheus.GaugeVec // budget
 	idealRate   *prometheus.GaugeVec
@@ -77,6 +78,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		deadLettered: cv("dead_lettered_total", "Records sent to the dead-letter topic, by reason.", "reason"),
 		routed:       cv("routed_total", "Passed events assigned to an experiment variant.", "layer", "experiment", "variant"),
 		commits:      cv("commits_total", "Transactions (or offset commits) ended, by result.", "result"),
+		hanging:      cv("hanging_transactions_total", "Transactions Kafka left open on a partition the worker writes: completed (their marker written), unknown (outcome not logged), failed (marker refused).", "result"),
 		workingRate:  gv("working_pass_rate", "Fraction of events passed now, lag corrected.", "budget"),
 		idealRate:    gv("ideal_pass_rate", "Fraction of events to pass on the ideal course.", "budget"),
 		localShare:   gv("local_traffic_proportion", "Share of the cluster's traffic this worker sees.", "budget"),

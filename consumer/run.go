@@ -45,6 +45,14 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if err := w.ensureTopics(ctx); err != nil {
 		return stoppedOr(ctx, err)
 	}
+	// Watched from before the view's first read: a transaction Kafka left
+	// open on the stats topic would hold that read.
+	if w.cfg.delivery == ExactlyOnce {
+		hangCtx, stopHangs := context.WithCancel(ctx)
+		hangsDone := make(chan struct{})
+		go w.watchHangs(hangCtx, w.writtenTopics(), hangsDone)
+		defer func() { stopHangs(); <-hangsDone }()
+	}
 	stopAll, err := w.startView(ctx)
 	defer stopAll()
 	if err != nil {
@@ -192,21 +200,37 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 	}
 	// The topics the worker writes to: created with the input's partition
 	// count when missing (brokers need not auto-create topics).
-	seen := map[string]bool{w.cfg.topics.Stats: true, w.cfg.topics.Control: true}
+	changelogs := map[string]bool{}
 	for _, t := range w.pipeline.Changelogs() {
-		if !seen[t] {
-			specs = append(specs, stats.CapTopic(t, parts))
-			seen[t] = true
-		}
+		changelogs[t] = true
 	}
-	outs := append([]string{w.cfg.topics.Output, w.cfg.topics.Rejected, w.cfg.topics.DeadLetter}, w.cfg.splitter.Topics()...)
-	for _, t := range outs {
-		if t != "" && !seen[t] {
-			seen[t] = true
+	for _, t := range w.writtenTopics() {
+		switch {
+		case t == w.cfg.topics.Stats:
+		case changelogs[t]:
+			specs = append(specs, stats.CapTopic(t, parts))
+		default:
 			specs = append(specs, stats.TopicSpec{Name: t, Partitions: parts})
 		}
 	}
 	return stats.EnsureTopics(ctx, adm, specs...)
+}
+
+// writtenTopics returns the topics the worker writes to, each once: the
+// stats topic, the caps' changelogs, and the output, rejected,
+// dead-letter and variant topics.
+func (w *Worker) writtenTopics() []string {
+	seen := map[string]bool{w.cfg.topics.Control: true}
+	var out []string
+	all := append(append([]string{w.cfg.topics.Stats}, w.pipeline.Changelogs()...),
+		w.cfg.topics.Output, w.cfg.topics.Rejected, w.cfg.topics.DeadLetter)
+	for _, t := range append(all, w.cfg.splitter.Topics()...) {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (w *Worker) newSession() (session, error) {

@@ -47,8 +47,8 @@ func TestBrokerKillStopRestart(t *testing.T) {
 			if b.Addr() != addr {
 				t.Fatalf("restarted on %s, was %s", b.Addr(), addr)
 			}
-			if got := readAll(ctx, t, addr); got != 200 {
-				t.Errorf("read %d committed records after the restarts, wrote 200", got)
+			if got, err := CountCommitted(ctx, addr, "t", 3); err != nil || got != 200 {
+				t.Errorf("read %d committed records after the restarts (%v), wrote 200", got, err)
 			}
 		})
 	}
@@ -130,55 +130,6 @@ func stable(lso, hwm kadm.ListedOffsets) bool {
 		ok = ok && found && l.Offset == o.Offset
 	})
 	return ok
-}
-
-// readAll counts the committed records of topic "t", reading each
-// partition up to its last stable offset (its last record is a commit
-// marker).
-func readAll(ctx context.Context, t *testing.T, addr string) int {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("t"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	// A restarted broker answers before it leads every partition again:
-	// the offsets are asked until every partition answers.
-	var ends kadm.ListedOffsets
-	for {
-		ends, err = kadm.NewClient(cl).ListCommittedOffsets(ctx, "t")
-		if err == nil && ends.Error() == nil && len(ends["t"]) == 3 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("offsets of t: %v, %v", err, ends.Error())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	left := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
-		}
-	})
-	n := 0
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading t: %v", ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if !r.Attrs.IsControl() {
-				n++
-			}
-			if end, ok := left[r.Partition]; ok && r.Offset >= end-1 {
-				delete(left, r.Partition)
-			}
-		})
-	}
-	return n
 }
 
 // The package's release is the one integration/kafka/pom.xml pins.

@@ -1,0 +1,103 @@
+package hangtxn
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The expected partitions are Java's String.hashCode of each id (computed
+// apart from this package, over UTF-16 code units), its absolute value
+// taken modulo the partition count, as Kafka places a transactional id;
+// the two with a 10-partition topic are where a broker put them.
+func TestStatePartition(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		n    int32
+		want int32
+	}{
+		{"kafkabroker-test", 50, 24}, // hashCode 245736224
+		{"kafkabroker-test", 10, 4},
+		{"hangtxn-test", 10, 5}, // hashCode -968637305
+		{"rst-w0", 50, 29},      // hashCode -921536429
+		{"a😀b", 50, 44},         // a surrogate pair: hashCode 57849694
+		{"", 50, 0},
+		{"polygenelubricants", 50, 0}, // hashCode -2^31, whose Utils.abs is 0
+	} {
+		if got := statePartition(c.id, c.n); got != c.want {
+			t.Errorf("statePartition(%q, %d) = %d, want %d", c.id, c.n, got, c.want)
+		}
+	}
+}
+
+func value(pid int64, epoch int16, state kmsg.TransactionState, tv int16, topic string, parts ...int32) kmsg.TxnMetadataValue {
+	v := kmsg.NewTxnMetadataValue()
+	v.ProducerID, v.ProducerEpoch, v.State, v.ClientTransactionVersion = pid, epoch, state, tv
+	if topic != "" {
+		v.Topics = []kmsg.TxnMetadataValueTopic{{Topic: topic, Partitions: parts}}
+	}
+	return v
+}
+
+func TestDecide(t *testing.T) {
+	const (
+		prepareCommit  = 2
+		prepareAbort   = 3
+		completeCommit = 4
+		ongoing        = 1
+	)
+	hang := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0"}
+	for _, c := range []struct {
+		name     string
+		records  []stateRecord
+		known    bool
+		commit   bool
+		whyEmpty bool
+	}{
+		{"committed", []stateRecord{
+			{"w0", value(7, 4, ongoing, 2, "out", 3)},
+			{"w0", value(7, 5, prepareCommit, 2, "out", 1, 3)},
+			{"w0", value(7, 5, completeCommit, 2, "")},
+		}, true, true, true},
+		{"aborted", []stateRecord{
+			{"w0", value(7, 5, prepareAbort, 2, "out", 3)},
+		}, true, false, true},
+		{"the last decision for the epoch counts", []stateRecord{
+			{"w0", value(7, 5, prepareAbort, 2, "out", 3)},
+			{"w0", value(7, 5, prepareCommit, 2, "out", 3)},
+		}, true, true, true},
+		{"another transactional id", []stateRecord{
+			{"w1", value(7, 5, prepareCommit, 2, "out", 3)},
+		}, false, false, false},
+		{"another partition", []stateRecord{
+			{"w0", value(7, 5, prepareCommit, 2, "out", 2)},
+		}, false, false, false},
+		{"the records' own epoch is an earlier transaction's decision", []stateRecord{
+			{"w0", value(7, 4, prepareCommit, 2, "out", 3)},
+		}, false, false, false},
+		{"a later transaction", []stateRecord{
+			{"w0", value(7, 6, prepareCommit, 2, "out", 3)},
+		}, false, false, false},
+		{"another producer id", []stateRecord{
+			{"w0", value(8, 5, prepareCommit, 2, "out", 3)},
+		}, false, false, false},
+		{"transactions v1 reuse the epoch", []stateRecord{
+			{"w0", value(7, 5, prepareCommit, 1, "out", 3)},
+		}, false, false, false},
+		{"nothing logged", nil, false, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := hang
+			decide(&h, c.records)
+			if h.Known != c.known || (c.known && h.Commit != c.commit) {
+				t.Fatalf("known %v commit %v (%s), want known %v commit %v", h.Known, h.Commit, h.Why, c.known, c.commit)
+			}
+			if c.known && h.MarkerEpoch != 5 {
+				t.Errorf("marker epoch %d, want 5 (one above the records')", h.MarkerEpoch)
+			}
+			if (h.Why == "") != c.whyEmpty {
+				t.Errorf("why %q", h.Why)
+			}
+		})
+	}
+}
