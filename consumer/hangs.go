@@ -15,7 +15,8 @@ import (
 const hangCheckInterval = 15 * time.Second
 
 // watchHangs looks, every hangCheckInterval, for partitions of the topics
-// the worker writes whose last stable offset a transaction holds that its
+// the worker writes (and the group's partition of the consumer offsets
+// topic) whose last stable offset a transaction holds that its
 // coordinator has finished without writing the partition's marker (Kafka
 // does so when it restarts while a commit's markers are in flight). A
 // hang found at two checks in a row, with the same producer, epoch and
@@ -36,13 +37,24 @@ func (w *Worker) watchHangs(ctx context.Context, topics []string, done chan<- st
 	seen := map[string]bool{}
 	reported := map[string]bool{}
 	var lastErr string
+	scope := hangtxn.Scope{}
+	for _, t := range topics {
+		scope[t] = nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		hangs, err := hangtxn.Find(ctx, cl, topics...)
+		if _, ok := scope[hangtxn.OffsetsTopic]; !ok {
+			// The group's offsets: a transaction whose marker is missing
+			// there holds the group's offset fetches.
+			if p, err := hangtxn.GroupPartition(ctx, cl, w.cfg.group); err == nil {
+				scope[hangtxn.OffsetsTopic] = []int32{p}
+			}
+		}
+		hangs, err := hangtxn.Find(ctx, cl, scope)
 		var again []hangtxn.Hang
 		now := map[string]bool{}
 		for _, h := range hangs {
@@ -75,6 +87,9 @@ func (w *Worker) watchHangs(ctx context.Context, topics []string, done chan<- st
 			if h.Known {
 				ready = append(ready, h)
 				continue
+			}
+			if h.Wait {
+				continue // decided; its producer has to move on first
 			}
 			if k := h.Key(); !reported[k] && h.Why != "" {
 				reported[k] = true

@@ -58,11 +58,22 @@ type Hang struct {
 	// TxnID is the producer's transactional ID ("" when no coordinator
 	// knows the producer ID any more).
 	TxnID string
-	// Known reports whether the coordinator's decision was found; Commit
-	// and MarkerEpoch are meaningful only then.
+	// Now is the producer ID and epoch the coordinator has for TxnID now.
+	NowID    int64
+	NowEpoch int16
+	// Known reports whether the coordinator's decision was found and the
+	// marker can be written; Commit and MarkerEpoch are meaningful only
+	// then.
 	Known       bool
 	Commit      bool
 	MarkerEpoch int16
+	// Wait reports a decision found whose marker must wait: the producer
+	// has not moved past the marker's epoch, so its next transaction,
+	// whose records carry that epoch, could join the open one on the
+	// partition before the marker ends it. A producer moves past it when
+	// its next transaction ends or when it starts again (its
+	// InitProducerId bumps the epoch).
+	Wait bool
 	// Why says, when the decision was not found, why not.
 	Why string
 }
@@ -78,6 +89,8 @@ func (h Hang) String() string {
 		s += ", committed by its coordinator"
 	case h.Known:
 		s += ", aborted by its coordinator"
+	case h.Wait:
+		s += ", decided by its coordinator; waiting: " + h.Why
 	default:
 		s += ", outcome unknown: " + h.Why
 	}
@@ -89,13 +102,42 @@ func (h Hang) Key() string {
 	return fmt.Sprintf("%s/%d/%d/%d/%d", h.Topic, h.Partition, h.ProducerID, h.ProducerEpoch, h.StableOffset)
 }
 
+// Scope is what Find looks at: topics, each with the partitions to look
+// at, or nil for all of them.
+type Scope map[string][]int32
+
+func (s Scope) has(topic string, partition int32) bool {
+	ps, ok := s[topic]
+	return ok && (ps == nil || slices.Contains(ps, partition))
+}
+
+// OffsetsTopic is Kafka's consumer offsets topic. A transaction commits a
+// group's offsets in the partition GroupPartition names; a marker missing
+// there leaves the group's offsets pending, and its consumers waiting for
+// them (they fetch offsets that are stable).
+const OffsetsTopic = "__consumer_offsets"
+
+// GroupPartition returns the partition of the consumer offsets topic that
+// holds group's offsets, as Kafka places it.
+func GroupPartition(ctx context.Context, cl *kgo.Client, group string) (int32, error) {
+	n, err := partitionCount(ctx, cl, OffsetsTopic)
+	if err != nil {
+		return 0, err
+	}
+	return keyPartition(group, n), nil
+}
+
 // Find returns the partitions of topics whose last stable offset a
 // transaction holds that its coordinator does not have open, sorted by
 // topic and partition; Decide looks up their outcomes. A transaction
 // that ends between Find's requests can still be among them: a caller
 // acts on one it finds again later (same Key).
-func Find(ctx context.Context, cl *kgo.Client, topics ...string) ([]Hang, error) {
+func Find(ctx context.Context, cl *kgo.Client, scope Scope) ([]Hang, error) {
 	adm := kadm.NewClient(cl)
+	topics := make([]string, 0, len(scope))
+	for t := range scope {
+		topics = append(topics, t)
+	}
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("end offsets: %w", err)
@@ -108,7 +150,7 @@ func Find(ctx context.Context, cl *kgo.Client, topics ...string) ([]Hang, error)
 	var hangs []Hang
 	ends.Each(func(e kadm.ListedOffset) {
 		s, ok := stable.Lookup(e.Topic, e.Partition)
-		if e.Err != nil || !ok || s.Err != nil || s.Offset >= e.Offset {
+		if e.Err != nil || !ok || s.Err != nil || s.Offset >= e.Offset || !scope.has(e.Topic, e.Partition) {
 			return
 		}
 		held.Add(e.Topic, e.Partition)
@@ -157,8 +199,13 @@ func Find(ctx context.Context, cl *kgo.Client, topics ...string) ([]Hang, error)
 	}
 	kept = hangs[:0]
 	for _, h := range hangs {
-		if d, ok := described[h.TxnID]; ok && d.Err == nil && stillOpen(d, h) {
+		d, ok := described[h.TxnID]
+		if ok && d.Err == nil && stillOpen(d, h) {
 			continue // the coordinator still works on it: not hanging
+		}
+		h.NowID, h.NowEpoch = -1, -1
+		if ok && d.Err == nil {
+			h.NowID, h.NowEpoch = d.ProducerID, d.ProducerEpoch
 		}
 		kept = append(kept, h)
 	}
@@ -221,14 +268,14 @@ func Decide(ctx context.Context, cl *kgo.Client, opts []kgo.Opt, hangs []Hang) e
 		}
 		if n == 0 {
 			var err error
-			if n, err = statePartitions(ctx, cl); err != nil {
+			if n, err = partitionCount(ctx, cl, StateTopic); err != nil {
 				for j := range hangs {
 					hangs[j].Why = err.Error()
 				}
 				return err
 			}
 		}
-		p := statePartition(h.TxnID, n)
+		p := keyPartition(h.TxnID, n)
 		byPart[p] = append(byPart[p], i)
 	}
 	for p, idx := range byPart {
@@ -274,6 +321,10 @@ func decide(h *Hang, records []stateRecord) {
 			h.Why = "a transactions-v1 producer"
 			return
 		}
+		if h.NowID == h.ProducerID && h.NowEpoch <= v.ProducerEpoch {
+			h.Wait, h.Why = true, fmt.Sprintf("its producer is still at epoch %d", h.NowEpoch)
+			return
+		}
 		h.Known, h.Commit, h.MarkerEpoch, h.Why = true, v.State == 2, v.ProducerEpoch, ""
 		return
 	}
@@ -288,26 +339,28 @@ func names(v kmsg.TxnMetadataValue, topic string, partition int32) bool {
 	return false
 }
 
-// statePartitions returns the transaction state topic's partition count.
-func statePartitions(ctx context.Context, cl *kgo.Client) (int32, error) {
-	md, err := kadm.NewClient(cl).Metadata(ctx, StateTopic)
+// partitionCount returns the partition count of one of Kafka's internal
+// topics.
+func partitionCount(ctx context.Context, cl *kgo.Client, topic string) (int32, error) {
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("metadata of %s: %w", StateTopic, err)
+		return 0, fmt.Errorf("metadata of %s: %w", topic, err)
 	}
-	d, ok := md.Topics[StateTopic]
+	d, ok := md.Topics[topic]
 	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return 0, fmt.Errorf("metadata of %s: %v", StateTopic, errors.Join(errors.New("no partitions"), d.Err))
+		return 0, fmt.Errorf("metadata of %s: %v", topic, errors.Join(errors.New("no partitions"), d.Err))
 	}
 	return int32(len(d.Partitions)), nil
 }
 
-// statePartition is the partition of the transaction state topic that
-// holds txnID: Kafka's Utils.abs(txnID.hashCode()) % n, where hashCode is
-// Java's String hash over UTF-16 code units and Utils.abs is Math.abs but
-// for the smallest int, whose absolute value it takes as 0.
-func statePartition(txnID string, n int32) int32 {
+// keyPartition is the partition of one of Kafka's internal topics, of n
+// partitions, that holds key (a transactional id, a group):
+// Utils.abs(key.hashCode()) % n, where hashCode is Java's String hash over
+// UTF-16 code units and Utils.abs is Math.abs but for the smallest int,
+// whose absolute value it takes as 0.
+func keyPartition(key string, n int32) int32 {
 	var h int32
-	for _, r := range txnID {
+	for _, r := range key {
 		if r >= 0x10000 {
 			r -= 0x10000
 			h = 31*h + int32(0xD800+(r>>10))

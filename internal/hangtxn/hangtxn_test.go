@@ -10,7 +10,7 @@ import (
 // apart from this package, over UTF-16 code units), its absolute value
 // taken modulo the partition count, as Kafka places a transactional id;
 // the two with a 10-partition topic are where a broker put them.
-func TestStatePartition(t *testing.T) {
+func TestKeyPartition(t *testing.T) {
 	for _, c := range []struct {
 		id   string
 		n    int32
@@ -24,8 +24,8 @@ func TestStatePartition(t *testing.T) {
 		{"", 50, 0},
 		{"polygenelubricants", 50, 0}, // hashCode -2^31, whose Utils.abs is 0
 	} {
-		if got := statePartition(c.id, c.n); got != c.want {
-			t.Errorf("statePartition(%q, %d) = %d, want %d", c.id, c.n, got, c.want)
+		if got := keyPartition(c.id, c.n); got != c.want {
+			t.Errorf("keyPartition(%q, %d) = %d, want %d", c.id, c.n, got, c.want)
 		}
 	}
 }
@@ -39,14 +39,16 @@ func value(pid int64, epoch int16, state kmsg.TransactionState, tv int16, topic 
 	return v
 }
 
+const prepareCommitState = 2
+
 func TestDecide(t *testing.T) {
 	const (
-		prepareCommit  = 2
+		prepareCommit  = prepareCommitState
 		prepareAbort   = 3
 		completeCommit = 4
 		ongoing        = 1
 	)
-	hang := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0"}
+	hang := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0", NowID: 7, NowEpoch: 6}
 	for _, c := range []struct {
 		name     string
 		records  []stateRecord
@@ -89,6 +91,11 @@ func TestDecide(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := hang
 			decide(&h, c.records)
+			if h.Wait {
+				t.Fatalf("waits (%s) with the producer past the marker's epoch", h.Why)
+			}
+			h = hang
+			decide(&h, c.records)
 			if h.Known != c.known || (c.known && h.Commit != c.commit) {
 				t.Fatalf("known %v commit %v (%s), want known %v commit %v", h.Known, h.Commit, h.Why, c.known, c.commit)
 			}
@@ -99,5 +106,28 @@ func TestDecide(t *testing.T) {
 				t.Errorf("why %q", h.Why)
 			}
 		})
+	}
+}
+
+// A decision is held back while its producer's epoch is not past the
+// marker's: its next transaction would carry the marker's epoch.
+func TestDecideWaitsForTheProducer(t *testing.T) {
+	recs := []stateRecord{{"w0", value(7, 5, prepareCommitState, 2, "out", 3)}}
+	for _, c := range []struct {
+		nowID    int64
+		nowEpoch int16
+		wait     bool
+	}{
+		{7, 5, true},    // the coordinator's epoch is the marker's
+		{7, 4, true},    // not yet bumped (cannot happen, but never write then)
+		{7, 6, false},   // its next transaction ended, or it started again
+		{9, 0, false},   // a new producer ID
+		{-1, -1, false}, // the coordinator no longer knows the id
+	} {
+		h := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0", NowID: c.nowID, NowEpoch: c.nowEpoch}
+		decide(&h, recs)
+		if h.Wait != c.wait || h.Known == c.wait {
+			t.Errorf("producer now %d/%d: wait %v known %v (%s), want wait %v", c.nowID, c.nowEpoch, h.Wait, h.Known, h.Why, c.wait)
+		}
 	}
 }
