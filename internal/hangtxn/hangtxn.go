@@ -58,21 +58,22 @@ type Hang struct {
 	// TxnID is the producer's transactional ID ("" when no coordinator
 	// knows the producer ID any more).
 	TxnID string
-	// Now is the producer ID and epoch the coordinator has for TxnID now.
+	// NowID, NowEpoch and NowState are the producer ID, epoch and
+	// transaction state the coordinator has for TxnID now.
 	NowID    int64
 	NowEpoch int16
+	NowState string
 	// Known reports whether the coordinator's decision was found and the
 	// marker can be written; Commit and MarkerEpoch are meaningful only
 	// then.
 	Known       bool
 	Commit      bool
 	MarkerEpoch int16
-	// Wait reports a decision found whose marker must wait: the producer
-	// has not moved past the marker's epoch, so its next transaction,
-	// whose records carry that epoch, could join the open one on the
-	// partition before the marker ends it. A producer moves past it when
-	// its next transaction ends or when it starts again (its
-	// InitProducerId bumps the epoch).
+	// Wait reports a decision found whose marker must wait: the
+	// producer's next transaction is under way at the marker's epoch, and
+	// its records (which carry that epoch) could join the open one on the
+	// partition before the marker ends it. It ends (commit, abort or
+	// timeout) with the epoch bumped past the marker's.
 	Wait bool
 	// Why says, when the decision was not found, why not.
 	Why string
@@ -205,7 +206,7 @@ func Find(ctx context.Context, cl *kgo.Client, scope Scope) ([]Hang, error) {
 		}
 		h.NowID, h.NowEpoch = -1, -1
 		if ok && d.Err == nil {
-			h.NowID, h.NowEpoch = d.ProducerID, d.ProducerEpoch
+			h.NowID, h.NowEpoch, h.NowState = d.ProducerID, d.ProducerEpoch, d.State
 		}
 		kept = append(kept, h)
 	}
@@ -242,12 +243,7 @@ func openAt(producers kadm.DescribedProducersTopics, h Hang) (kadm.DescribedProd
 // names the partition in an ongoing or preparing transaction of h's
 // producer.
 func stillOpen(d kadm.DescribedTransaction, h Hang) bool {
-	switch d.State {
-	case "Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence":
-	default:
-		return false
-	}
-	if d.ProducerID != h.ProducerID {
+	if !underWay(d.State) || d.ProducerID != h.ProducerID {
 		return false
 	}
 	_, ok := d.Topics[h.Topic][h.Partition]
@@ -321,13 +317,23 @@ func decide(h *Hang, records []stateRecord) {
 			h.Why = "a transactions-v1 producer"
 			return
 		}
-		if h.NowID == h.ProducerID && h.NowEpoch <= v.ProducerEpoch {
-			h.Wait, h.Why = true, fmt.Sprintf("its producer is still at epoch %d", h.NowEpoch)
+		if h.NowID == h.ProducerID && h.NowEpoch <= v.ProducerEpoch && underWay(h.NowState) {
+			h.Wait, h.Why = true, fmt.Sprintf("its producer's next transaction is %s at epoch %d", h.NowState, h.NowEpoch)
 			return
 		}
 		h.Known, h.Commit, h.MarkerEpoch, h.Why = true, v.State == 2, v.ProducerEpoch, ""
 		return
 	}
+}
+
+// underWay reports whether a coordinator's transaction state is one of a
+// transaction not ended yet.
+func underWay(state string) bool {
+	switch state {
+	case "Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence":
+		return true
+	}
+	return false
 }
 
 func names(v kmsg.TxnMetadataValue, topic string, partition int32) bool {

@@ -109,25 +109,27 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// A decision is held back while its producer's epoch is not past the
-// marker's: its next transaction would carry the marker's epoch.
+// A decision is held back while its producer's next transaction is under
+// way at the marker's epoch: its records carry that epoch.
 func TestDecideWaitsForTheProducer(t *testing.T) {
 	recs := []stateRecord{{"w0", value(7, 5, prepareCommitState, 2, "out", 3)}}
 	for _, c := range []struct {
 		nowID    int64
 		nowEpoch int16
+		state    string
 		wait     bool
 	}{
-		{7, 5, true},    // the coordinator's epoch is the marker's
-		{7, 4, true},    // not yet bumped (cannot happen, but never write then)
-		{7, 6, false},   // its next transaction ended, or it started again
-		{9, 0, false},   // a new producer ID
-		{-1, -1, false}, // the coordinator no longer knows the id
+		{7, 5, "Ongoing", true},         // its next transaction, at the marker's epoch
+		{7, 5, "PrepareAbort", true},    // ending: the epoch moves on
+		{7, 5, "CompleteCommit", false}, // idle since: nothing carries the epoch yet
+		{7, 6, "Ongoing", false},        // a later transaction: its records carry 6
+		{9, 0, "Ongoing", false},        // a new producer ID
+		{-1, -1, "", false},             // the coordinator no longer knows the id
 	} {
-		h := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0", NowID: c.nowID, NowEpoch: c.nowEpoch}
+		h := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0", NowID: c.nowID, NowEpoch: c.nowEpoch, NowState: c.state}
 		decide(&h, recs)
 		if h.Wait != c.wait || h.Known == c.wait {
-			t.Errorf("producer now %d/%d: wait %v known %v (%s), want wait %v", c.nowID, c.nowEpoch, h.Wait, h.Known, h.Why, c.wait)
+			t.Errorf("producer now %d/%d %s: wait %v known %v (%s), want wait %v", c.nowID, c.nowEpoch, c.state, h.Wait, h.Known, h.Why, c.wait)
 		}
 	}
 }
