@@ -2,12 +2,14 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/throttler/throttler/internal/clip"
 	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -69,10 +71,17 @@ func (w *Worker) restartOwned(cl *kgo.Client, assigned map[string][]int32) {
 	w.unpark(cl, again)
 }
 
+// ledgerLoadPatience is how long loadLedgers retries a load that fails:
+// longer than a broker restart takes (up to 20 s seen on a loaded 2-core
+// machine), short enough that a worker that cannot read its stats topic
+// says so.
+const ledgerLoadPatience = 2 * time.Minute
+
 // loadLedgers learns the partition counts of the assigned topics (for the
 // stages; see pipeline.Partition) and reads the committed ledger of every
-// source from its stats partition, retrying a few times. It fails rather
-// than start a partition from zero, which would count its budgets twice.
+// source from its stats partition, retrying for ledgerLoadPatience (a
+// refused authorization at once). It fails rather than start a partition
+// from zero, which would count its budgets twice.
 func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources []string) {
 	defer close(load.done)
 	if len(sources) == 0 {
@@ -80,15 +89,16 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 	}
 	ctx := w.prodCtx
 	load.parts = w.partitionCounts(ctx, cl, topics)
+	start := w.cfg.now()
 	for attempt := 1; ; attempt++ {
 		load.states, load.err = stats.LoadLedgersWithin(ctx, w.cfg.clientOpts, w.cfg.topics.Stats, w.inputEnds, sources...)
-		if load.err == nil || ctx.Err() != nil || attempt == 5 {
+		if load.err == nil || ctx.Err() != nil || authorization(load.err) || w.cfg.now().Sub(start) >= ledgerLoadPatience {
 			break
 		}
 		w.log.Warn().Str("error", clip.Error(load.err)).Int("attempt", attempt).Msg("load ledgers")
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		case <-time.After(min(time.Duration(attempt)*500*time.Millisecond, 2*time.Second)):
 		}
 	}
 	if load.err != nil {
@@ -228,4 +238,16 @@ func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client, topics []s
 		}
 	}
 	return out
+}
+
+// authorization reports whether err is Kafka refusing an authorization,
+// which retrying does not change.
+func authorization(err error) bool {
+	for _, e := range []error{kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+		kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed, kerr.SaslAuthenticationFailed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

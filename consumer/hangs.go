@@ -24,7 +24,7 @@ const hangCheckInterval = 15 * time.Second
 // of the partition (this worker's ledger loads, the group's downstream
 // consumers) go on. A hang whose decision is not in the transaction state
 // topic is logged once with what an operator can do; it is never guessed.
-func (w *Worker) watchHangs(ctx context.Context, topics []string, done chan<- struct{}) {
+func (w *Worker) watchHangs(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	cl, err := kgo.NewClient(w.cfg.clientOpts...)
 	if err != nil {
@@ -37,24 +37,13 @@ func (w *Worker) watchHangs(ctx context.Context, topics []string, done chan<- st
 	seen := map[string]bool{}
 	reported := map[string]bool{}
 	var lastErr string
-	scope := hangtxn.Scope{}
-	for _, t := range topics {
-		scope[t] = nil
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, ok := scope[hangtxn.OffsetsTopic]; !ok {
-			// The group's offsets: a transaction whose marker is missing
-			// there holds the group's offset fetches.
-			if p, err := hangtxn.GroupPartition(ctx, cl, w.cfg.group); err == nil {
-				scope[hangtxn.OffsetsTopic] = []int32{p}
-			}
-		}
-		hangs, err := hangtxn.Find(ctx, cl, scope)
+		hangs, err := hangtxn.Find(ctx, cl, w.hangScope(ctx, cl))
 		var again []hangtxn.Hang
 		now := map[string]bool{}
 		for _, h := range hangs {
@@ -82,14 +71,9 @@ func (w *Worker) watchHangs(ctx context.Context, topics []string, done chan<- st
 		if err != nil {
 			lastErr = err.Error()
 		}
-		var ready []hangtxn.Hang
 		for _, h := range again {
-			if h.Known {
-				ready = append(ready, h)
-				continue
-			}
-			if h.Wait {
-				continue // decided; its producer has to move on first
+			if h.Known || h.Wait {
+				continue // completed below; or decided, its producer to move on first
 			}
 			if k := h.Key(); !reported[k] && h.Why != "" {
 				reported[k] = true
@@ -98,19 +82,82 @@ func (w *Worker) watchHangs(ctx context.Context, topics []string, done chan<- st
 					Msg("a transaction Kafka left open holds a partition; its outcome is not known: see docs/kafka-notes.md (kafka-transactions.sh)")
 			}
 		}
-		if len(ready) == 0 {
-			continue
-		}
-		completed, err := hangtxn.Complete(ctx, cl, ready)
-		for _, h := range completed {
-			w.m.hanging.WithLabelValues("completed").Inc()
-			w.log.Warn().Str("hang", h.String()).Msg("wrote the marker of a transaction Kafka left open")
+		for _, h := range w.completeHangs(ctx, cl, again) {
 			delete(seen, h.Key())
 		}
-		if err != nil && ctx.Err() == nil {
-			w.m.hanging.WithLabelValues("failed").Inc()
-			w.log.Error().Err(err).Int("hangs", len(ready)).
-				Msg("hanging transactions: writing their markers failed (it takes the ClusterAction permission): see docs/kafka-notes.md")
+	}
+}
+
+// hangScope returns what the worker looks at for hanging transactions:
+// the topics it writes, and the group's partition of the consumer offsets
+// topic, where a missing marker leaves the group's offsets pending and
+// holds its members' offset fetches (left out while the topic does not
+// exist yet).
+func (w *Worker) hangScope(ctx context.Context, cl *kgo.Client) hangtxn.Scope {
+	scope := hangtxn.Scope{}
+	for _, t := range w.writtenTopics() {
+		scope[t] = nil
+	}
+	if p, err := hangtxn.GroupPartition(ctx, cl, w.cfg.group); err == nil {
+		scope[hangtxn.OffsetsTopic] = []int32{p}
+	}
+	return scope
+}
+
+// settleOwnHangs completes, before a new session produces, the
+// transactions of the worker's own transactional id that Kafka left open
+// (a broker that restarted while the last session's commit was ending).
+// A record the session wrote to such a partition would join the open
+// transaction, and the session's outcome would end both. The session's
+// producer ID is taken first: that bumps the epoch past the open
+// transaction's markers, and returns once the coordinator has finished
+// it.
+func (w *Worker) settleOwnHangs(ctx context.Context) {
+	cl := w.sess.client()
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		w.log.Warn().Err(err).Msg("hanging transactions: no producer ID; not looked for")
+		return
+	}
+	hangs, err := hangtxn.Find(ctx, cl, w.hangScope(ctx, cl))
+	var own []hangtxn.Hang
+	for _, h := range hangs {
+		if h.TxnID == w.cfg.txnID {
+			own = append(own, h)
 		}
 	}
+	if err == nil && len(own) > 0 {
+		err = hangtxn.Decide(ctx, cl, w.cfg.clientOpts, own)
+	}
+	if err == nil {
+		w.completeHangs(ctx, cl, own)
+		return
+	}
+	if ctx.Err() == nil {
+		w.log.Warn().Err(err).Msg("hanging transactions: looking for the worker's own failed")
+	}
+}
+
+// completeHangs writes the markers of the hangs whose decision is known,
+// and logs and counts what it did.
+func (w *Worker) completeHangs(ctx context.Context, cl *kgo.Client, hangs []hangtxn.Hang) (completed []hangtxn.Hang) {
+	var ready []hangtxn.Hang
+	for _, h := range hangs {
+		if h.Known {
+			ready = append(ready, h)
+		}
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	completed, err := hangtxn.Complete(ctx, cl, ready)
+	for _, h := range completed {
+		w.m.hanging.WithLabelValues("completed").Inc()
+		w.log.Warn().Str("hang", h.String()).Msg("wrote the marker of a transaction Kafka left open")
+	}
+	if err != nil && ctx.Err() == nil {
+		w.m.hanging.WithLabelValues("failed").Inc()
+		w.log.Error().Err(err).Int("hangs", len(ready)).
+			Msg("hanging transactions: writing their markers failed (it takes the ClusterAction permission): see docs/kafka-notes.md")
+	}
+	return completed
 }

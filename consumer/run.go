@@ -50,7 +50,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if w.cfg.delivery == ExactlyOnce {
 		hangCtx, stopHangs := context.WithCancel(ctx)
 		hangsDone := make(chan struct{})
-		go w.watchHangs(hangCtx, w.writtenTopics(), hangsDone)
+		go w.watchHangs(hangCtx, hangsDone)
 		defer func() { stopHangs(); <-hangsDone }()
 	}
 	stopAll, err := w.startView(ctx)
@@ -74,6 +74,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	if err := w.sess.begin(); err != nil {
 		w.sess.close()
 		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if w.cfg.delivery == ExactlyOnce {
+		w.settleOwnHangs(ctx)
 	}
 	w.log.Info().Str("delivery", w.cfg.delivery.String()).Strs("input", w.cfg.topics.Input).Msg("worker started")
 

@@ -86,6 +86,9 @@ func (w *Worker) restartSession(ctx context.Context) error {
 	if err := sess.begin(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	if w.cfg.delivery == ExactlyOnce {
+		w.settleOwnHangs(ctx)
+	}
 	return nil
 }
 
