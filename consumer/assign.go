@@ -89,10 +89,10 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 	}
 	ctx := w.prodCtx
 	load.parts = w.partitionCounts(ctx, cl, topics)
-	start := w.cfg.now()
+	start := time.Now() // real time: the patience is for brokers coming back
 	for attempt := 1; ; attempt++ {
 		load.states, load.err = stats.LoadLedgersWithin(ctx, w.cfg.clientOpts, w.cfg.topics.Stats, w.inputEnds, sources...)
-		if load.err == nil || ctx.Err() != nil || authorization(load.err) || w.cfg.now().Sub(start) >= ledgerLoadPatience {
+		if load.err == nil || ctx.Err() != nil || authorization(load.err) || time.Since(start) >= ledgerLoadPatience {
 			break
 		}
 		w.log.Warn().Str("error", clip.Error(load.err)).Int("attempt", attempt).Msg("load ledgers")

@@ -104,6 +104,11 @@ func (w *Worker) hangScope(ctx context.Context, cl *kgo.Client) hangtxn.Scope {
 	return scope
 }
 
+// producerIDPatience is how long a new session waits for its producer ID
+// (the brokers restarting) before it goes on without looking for its own
+// hanging transactions.
+const producerIDPatience = 30 * time.Second
+
 // settleOwnHangs completes, before a new session produces, the
 // transactions of the worker's own transactional id that Kafka left open
 // (a broker that restarted while the last session's commit was ending).
@@ -114,9 +119,20 @@ func (w *Worker) hangScope(ctx context.Context, cl *kgo.Client) hangtxn.Scope {
 // it.
 func (w *Worker) settleOwnHangs(ctx context.Context) {
 	cl := w.sess.client()
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		w.log.Warn().Err(err).Msg("hanging transactions: no producer ID; not looked for")
-		return
+	start := time.Now() // real time: the patience is for brokers coming back
+	for {
+		_, _, err := cl.ProducerID(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || time.Since(start) >= producerIDPatience {
+			w.log.Warn().Err(err).Msg("hanging transactions: no producer ID; not looked for")
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 	hangs, err := hangtxn.Find(ctx, cl, w.hangScope(ctx, cl))
 	var own []hangtxn.Hang
