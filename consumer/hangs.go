@@ -155,24 +155,15 @@ func (w *Worker) settleOwnHangs(ctx context.Context) {
 
 // completeHangs writes the markers of the hangs whose decision is known,
 // and logs and counts what it did.
-func (w *Worker) completeHangs(ctx context.Context, cl *kgo.Client, hangs []hangtxn.Hang) (completed []hangtxn.Hang) {
-	var ready []hangtxn.Hang
-	for _, h := range hangs {
-		if h.Known {
-			ready = append(ready, h)
-		}
-	}
-	if len(ready) == 0 {
-		return nil
-	}
-	completed, err := hangtxn.Complete(ctx, cl, ready)
+func (w *Worker) completeHangs(ctx context.Context, cl *kgo.Client, hangs []hangtxn.Hang) []hangtxn.Hang {
+	completed, err := hangtxn.Complete(ctx, cl, hangs)
 	for _, h := range completed {
 		w.m.hanging.WithLabelValues("completed").Inc()
 		w.log.Warn().Str("hang", h.String()).Msg("wrote the marker of a transaction Kafka left open")
 	}
 	if err != nil && ctx.Err() == nil {
 		w.m.hanging.WithLabelValues("failed").Inc()
-		w.log.Error().Err(err).Int("hangs", len(ready)).
+		w.log.Error().Err(err).
 			Msg("hanging transactions: writing their markers failed (it takes the ClusterAction permission): see docs/kafka-notes.md")
 	}
 	return completed

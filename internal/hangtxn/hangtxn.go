@@ -223,17 +223,12 @@ func Find(ctx context.Context, cl *kgo.Client, scope Scope) ([]Hang, error) {
 // openAt returns the producer whose open transaction begins at h's last
 // stable offset.
 func openAt(producers kadm.DescribedProducersTopics, h Hang) (kadm.DescribedProducer, bool) {
-	t, ok := producers[h.Topic]
-	if !ok {
-		return kadm.DescribedProducer{}, false
-	}
-	p, ok := t.Partitions[h.Partition]
-	if !ok || p.Err != nil {
-		return kadm.DescribedProducer{}, false
-	}
-	for _, d := range p.ActiveProducers {
-		if d.CurrentTxnStartOffset == h.StableOffset {
-			return d, true
+	p, ok := producers[h.Topic].Partitions[h.Partition]
+	if ok && p.Err == nil {
+		for _, d := range p.ActiveProducers {
+			if d.CurrentTxnStartOffset == h.StableOffset {
+				return d, true
+			}
 		}
 	}
 	return kadm.DescribedProducer{}, false
@@ -289,6 +284,13 @@ func Decide(ctx context.Context, cl *kgo.Client, opts []kgo.Opt, hangs []Hang) e
 	return nil
 }
 
+// The states of the transaction state topic's values that carry a
+// coordinator's decision (kmsg.TxnMetadataValue.State).
+const (
+	prepareCommit kmsg.TransactionState = 2
+	prepareAbort  kmsg.TransactionState = 3
+)
+
 // stateRecord is one value of the transaction state topic.
 type stateRecord struct {
 	txnID string
@@ -307,7 +309,7 @@ func decide(h *Hang, records []stateRecord) {
 		if r.txnID != h.TxnID || v.ProducerID != h.ProducerID || v.ProducerEpoch != h.ProducerEpoch+1 {
 			continue
 		}
-		if v.State != 2 && v.State != 3 {
+		if v.State != prepareCommit && v.State != prepareAbort {
 			continue
 		}
 		if !names(v, h.Topic, h.Partition) {
@@ -321,7 +323,7 @@ func decide(h *Hang, records []stateRecord) {
 			h.Wait, h.Why = true, fmt.Sprintf("its producer's next transaction is %s at epoch %d", h.NowState, h.NowEpoch)
 			return
 		}
-		h.Known, h.Commit, h.MarkerEpoch, h.Why = true, v.State == 2, v.ProducerEpoch, ""
+		h.Known, h.Commit, h.MarkerEpoch, h.Why = true, v.State == prepareCommit, v.ProducerEpoch, ""
 		return
 	}
 }
@@ -463,7 +465,12 @@ func Complete(ctx context.Context, cl *kgo.Client, hangs []Hang) ([]Hang, error)
 	if len(todo) == 0 {
 		return nil, nil
 	}
-	failed := map[string]error{}
+	type marker struct {
+		topic     string
+		partition int32
+		pid       int64
+	}
+	failed := map[marker]bool{}
 	var errs []error
 	sharded := true
 	for _, shard := range cl.RequestSharded(ctx, req) {
@@ -477,7 +484,7 @@ func Complete(ctx context.Context, cl *kgo.Client, hangs []Hang) ([]Hang, error)
 			for _, t := range m.Topics {
 				for _, p := range t.Partitions {
 					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						failed[fmt.Sprintf("%s/%d/%d", t.Topic, p.Partition, m.ProducerID)] = err
+						failed[marker{t.Topic, p.Partition, m.ProducerID}] = true
 						errs = append(errs, fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err))
 					}
 				}
@@ -486,7 +493,7 @@ func Complete(ctx context.Context, cl *kgo.Client, hangs []Hang) ([]Hang, error)
 	}
 	var done []Hang
 	for _, h := range todo {
-		if _, bad := failed[fmt.Sprintf("%s/%d/%d", h.Topic, h.Partition, h.ProducerID)]; !bad && sharded {
+		if !failed[marker{h.Topic, h.Partition, h.ProducerID}] && sharded {
 			done = append(done, h)
 		}
 	}

@@ -39,14 +39,10 @@ func value(pid int64, epoch int16, state kmsg.TransactionState, tv int16, topic 
 	return v
 }
 
-const prepareCommitState = 2
-
 func TestDecide(t *testing.T) {
 	const (
-		prepareCommit  = prepareCommitState
-		prepareAbort   = 3
-		completeCommit = 4
-		ongoing        = 1
+		completeCommit kmsg.TransactionState = 4
+		ongoing        kmsg.TransactionState = 1
 	)
 	hang := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0", NowID: 7, NowEpoch: 6}
 	for _, c := range []struct {
@@ -112,7 +108,7 @@ func TestDecide(t *testing.T) {
 // A decision is held back while its producer's next transaction is under
 // way at the marker's epoch: its records carry that epoch.
 func TestDecideWaitsForTheProducer(t *testing.T) {
-	recs := []stateRecord{{"w0", value(7, 5, prepareCommitState, 2, "out", 3)}}
+	recs := []stateRecord{{"w0", value(7, 5, prepareCommit, 2, "out", 3)}}
 	for _, c := range []struct {
 		nowID    int64
 		nowEpoch int16
