@@ -77,6 +77,9 @@ type Hang struct {
 	Wait bool
 	// Why says, when the decision was not found, why not.
 	Why string
+	// offsets are the consumer offsets partitions the decided transaction
+	// committed offsets in.
+	offsets []int32
 }
 
 func (h Hang) String() string {
@@ -281,7 +284,41 @@ func Decide(ctx context.Context, cl *kgo.Client, opts []kgo.Opt, hangs []Hang) e
 			decide(&hangs[i], records)
 		}
 	}
+	offsetsEnded(hangs)
 	return nil
+}
+
+// offsetsEnded takes back the decision of a transaction that committed a
+// group's offsets when that offsets partition is no longer among the
+// hangs: something ended the transaction there already, and not
+// necessarily as its coordinator decided — a later transaction of the
+// same producer that reaches a partition still open ends it with its own
+// outcome (an abort, after the outage that dropped the markers). The
+// group's offsets decide whether the transaction's inputs are read again,
+// so its other partitions cannot safely be ended either way.
+func offsetsEnded(hangs []Hang) {
+	type txn struct {
+		topic     string
+		partition int32
+		pid       int64
+		epoch     int16
+	}
+	open := map[txn]bool{}
+	for _, h := range hangs {
+		open[txn{h.Topic, h.Partition, h.ProducerID, h.ProducerEpoch}] = true
+	}
+	for i, h := range hangs {
+		if !h.Known && !h.Wait {
+			continue
+		}
+		for _, p := range h.offsets {
+			if !open[txn{OffsetsTopic, p, h.ProducerID, h.ProducerEpoch}] {
+				hangs[i].Known, hangs[i].Wait = false, false
+				hangs[i].Why = fmt.Sprintf("its group offsets (%s/%d) were ended already, perhaps by a later transaction", OffsetsTopic, p)
+				break
+			}
+		}
+	}
 }
 
 // The states of the transaction state topic's values that carry a
@@ -318,6 +355,12 @@ func decide(h *Hang, records []stateRecord) {
 		if v.ClientTransactionVersion < 2 {
 			h.Why = "a transactions-v1 producer"
 			return
+		}
+		h.offsets = nil
+		for _, t := range v.Topics {
+			if t.Topic == OffsetsTopic {
+				h.offsets = append(h.offsets, t.Partitions...)
+			}
 		}
 		if h.NowID == h.ProducerID && h.NowEpoch <= v.ProducerEpoch && underWay(h.NowState) {
 			h.Wait, h.Why = true, fmt.Sprintf("its producer's next transaction is %s at epoch %d", h.NowState, h.NowEpoch)

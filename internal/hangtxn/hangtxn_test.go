@@ -129,3 +129,37 @@ func TestDecideWaitsForTheProducer(t *testing.T) {
 		}
 	}
 }
+
+// A transaction that committed a group's offsets is completed only while
+// that offsets partition is still open with it: once something else ended
+// it there, the group's offsets may say aborted whatever the coordinator
+// decided.
+func TestDecideFollowsTheGroupOffsets(t *testing.T) {
+	v := value(7, 5, prepareCommit, 2, "out", 3)
+	v.Topics = append(v.Topics, kmsg.TxnMetadataValueTopic{Topic: OffsetsTopic, Partitions: []int32{9}})
+	recs := []stateRecord{{"w0", v}}
+	out := Hang{Topic: "out", Partition: 3, ProducerID: 7, ProducerEpoch: 4, TxnID: "w0", NowID: 7, NowEpoch: 6}
+	offs := out
+	offs.Topic, offs.Partition = OffsetsTopic, 9
+	for _, c := range []struct {
+		name  string
+		hangs []Hang
+		known bool
+	}{
+		{"offsets still open", []Hang{out, offs}, true},
+		{"offsets ended", []Hang{out}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hangs := append([]Hang(nil), c.hangs...)
+			for i := range hangs {
+				decide(&hangs[i], recs)
+			}
+			offsetsEnded(hangs)
+			for _, h := range hangs {
+				if h.Known != c.known || (!c.known && h.Why == "") {
+					t.Errorf("%s/%d: known %v (%s), want %v", h.Topic, h.Partition, h.Known, h.Why, c.known)
+				}
+			}
+		})
+	}
+}
