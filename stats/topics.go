@@ -173,14 +173,7 @@ func verifyPolicy(ctx context.Context, adm *kadm.Client, s TopicSpec) error {
 	if !s.Compact {
 		return nil
 	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, s.Name)
-	if err != nil {
-		return &TopicError{Topic: s.Name, Op: "describe configs", Err: err}
-	}
-	rc, err := rcs.On(s.Name, nil)
-	if err == nil {
-		err = rc.Err
-	}
+	rc, err := describeConfigs(ctx, adm, s.Name)
 	if err != nil {
 		return &TopicError{Topic: s.Name, Op: "describe configs", Err: err}
 	}
@@ -193,4 +186,31 @@ func verifyPolicy(ctx context.Context, adm *kadm.Client, s TopicSpec) error {
 		}
 	}
 	return &TopicError{Topic: s.Name, Op: "verify", Err: fmt.Errorf("%w: cleanup.policy not reported, want compact", ErrTopicMismatch)}
+}
+
+// describeConfigs describes topic's configs. Of a cluster of several
+// brokers, the one asked may not know yet a topic another has just
+// listed (each learns it from the controller in its own time): an
+// unknown topic, as a retriable error, is asked again until ctx ends.
+func describeConfigs(ctx context.Context, adm *kadm.Client, topic string) (kadm.ResourceConfig, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		var rc kadm.ResourceConfig
+		if err == nil {
+			rc, err = rcs.On(topic, nil)
+		}
+		if err == nil {
+			err = rc.Err
+		}
+		if err == nil || !(kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownTopicOrPartition)) {
+			return rc, err
+		}
+		select {
+		case <-ctx.Done():
+			return rc, errors.Join(ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }

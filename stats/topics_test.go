@@ -4,10 +4,12 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestEnsureTopics(t *testing.T) {
@@ -103,5 +105,35 @@ func TestEnsureTopicsMismatch(t *testing.T) {
 	err = EnsureTopics(ctx, adm, TopicSpec{Name: "bad", ReplicationFactor: 3})
 	if !errors.Is(err, kerr.InvalidReplicationFactor) || !errors.As(err, &te) || te.Op != "create" || te.Topic != "bad" {
 		t.Fatalf("replication factor 3 on one broker: err = %v", err)
+	}
+}
+
+// A broker that has not yet learned a topic another broker created
+// answers its DescribeConfigs with UNKNOWN_TOPIC_OR_PARTITION; the check
+// of the stats topic's cleanup policy asks again.
+func TestEnsureTopicsAsksAgainABrokerThatDoesNotKnowTheTopicYet(t *testing.T) {
+	c, conn := newCluster(t)
+	var refused atomic.Int32
+	c.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if refused.Load() >= 2 {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		c.KeepControl()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, rr := range r.Resources {
+			res := kmsg.NewDescribeConfigsResponseResource()
+			res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+			res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp, nil, true
+	})
+	if err := EnsureTopics(testCtx(t), kadm.NewClient(newClient(t, conn)), StatsTopic("stats", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if n := refused.Load(); n != 2 {
+		t.Fatalf("%d DescribeConfigs refused, want 2", n)
 	}
 }
