@@ -128,6 +128,7 @@ type Cluster struct {
 	Flags      []string
 
 	Kafka *kafkabroker.Broker
+	node  int // the node of a cluster of several that Stop stops next
 }
 
 // OwnCluster starts a broker of kind k for t alone, which t may stop and
@@ -186,10 +187,20 @@ func SharedCluster(t *testing.T, k BrokerKind, partitions int, flags ...string) 
 func (c *Cluster) Name(s string) string { return c.Prefix + s }
 
 // Stop stops the broker with sig (SIGTERM: gracefully; SIGKILL) and
-// waits until it is gone; the error says why a graceful stop failed.
+// waits until it is gone; the error says why a graceful stop failed. Of
+// an Apache Kafka cluster of several nodes it stops one node, each in
+// turn (a rolling restart).
 func (c *Cluster) Stop(t *testing.T, sig syscall.Signal) error {
 	t.Helper()
 	if c.Kafka != nil {
+		if c.Kafka.Nodes() > 1 {
+			t.Logf("stopping node %d of %d", c.node+1, c.Kafka.Nodes())
+			if sig == syscall.SIGKILL {
+				c.Kafka.KillNode(c.node)
+				return nil
+			}
+			return c.Kafka.StopNode(c.node)
+		}
 		if sig == syscall.SIGKILL {
 			c.Kafka.Kill()
 			return nil
@@ -203,11 +214,18 @@ func (c *Cluster) Stop(t *testing.T, sig syscall.Signal) error {
 	return err
 }
 
-// Restart starts the stopped broker again on its address and data.
+// Restart starts the stopped broker (node) again on its address and data.
 func (c *Cluster) Restart(t *testing.T) {
 	t.Helper()
 	if c.Kafka != nil {
-		if err := c.Kafka.Restart(); err != nil {
+		var err error
+		if c.Kafka.Nodes() > 1 {
+			err = c.Kafka.RestartNode(c.node)
+			c.node = (c.node + 1) % c.Kafka.Nodes()
+		} else {
+			err = c.Kafka.Restart()
+		}
+		if err != nil {
 			t.Fatalf("restarting Apache Kafka: %v", err)
 		}
 		return
@@ -223,7 +241,7 @@ func (c *Cluster) Restart(t *testing.T) {
 func (c *Cluster) DeleteTopics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(c.Addr)...))
 	if err != nil {
 		t.Errorf("deleting the test's topics: %v", err)
 		return
@@ -315,7 +333,7 @@ func (p *KafkaPool) Close() {
 // addr and waits until the broker lists it (see waitTopic).
 func CreateTopic(ctx context.Context, t *testing.T, addr, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +358,7 @@ func WaitProducing(t *testing.T, gen *Proc, addr, topic string) {
 // start on an input topic it cannot see.
 func WaitTopic(t *testing.T, addr, topic string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,3 +392,7 @@ func LoadDone(t *testing.T, gen *Proc) {
 		t.Fatalf("%s: %v\n%s", gen.Name, gen.Werr, gen.Err)
 	}
 }
+
+// Seeds splits a cluster's address (host:port, or several,
+// comma-separated) into seed brokers.
+func Seeds(addr string) []string { return strings.Split(addr, ",") }

@@ -67,7 +67,7 @@ log: {format: json, level: info}
 	case <-time.After(time.Duration(2*events/rate)*time.Second + time.Minute):
 		t.Fatal("loadgen did not finish")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ log: {format: json, level: info}
 		}
 	}
 
-	conn := []kgo.Opt{kgo.SeedBrokers(addr)}
+	conn := []kgo.Opt{kgo.SeedBrokers(Seeds(addr)...)}
 	in := ReadCommitted(wctx, t, conn, name("events"))
 	// One byte a response: kfake cut every response after its first
 	// batch, with no aborted transaction listed for that batch, so every

@@ -281,7 +281,7 @@ func (g *CrashGroup) CheckOutputs(ctx context.Context, t *testing.T, addr string
 // Admin returns an admin client of the broker at addr.
 func Admin(t *testing.T, addr string) (*kadm.Client, func()) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ type Sample struct {
 
 func FollowOutput(ctx context.Context, t *testing.T, brokers, topic, budget string) *OutputCounter {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.AllowAutoTopicCreation())
 	if err != nil {
@@ -157,7 +157,7 @@ log: {format: json, level: info}
 	}
 
 	// the counters agree with the output topic
-	opts := []kgo.Opt{kgo.SeedBrokers(addr)}
+	opts := []kgo.Opt{kgo.SeedBrokers(Seeds(addr)...)}
 	view, err := stats.NewView(ctx, group+".stats", opts)
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ http: {listen: "127.0.0.1:0"}
 	_, tree, stop := RunWorker(ctx, t, cfg, zerolog.WarnLevel)
 	out := FollowOutput(ctx, t, addrs, name("passed"), "campaign")
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addrs)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	pc, err := kgo.NewClient(kgo.SeedBrokers(Seeds(b.Addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}

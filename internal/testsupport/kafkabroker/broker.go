@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -27,22 +28,31 @@ var log4jConfig []byte
 // stopTimeout bounds a graceful stop; past it the JVM is killed.
 const stopTimeout = time.Minute
 
-// Broker is one Apache Kafka node (KRaft, broker and controller in one
-// JVM) on loopback. Its methods are safe for concurrent use.
+// Broker is an Apache Kafka cluster on loopback: one KRaft node by
+// default, or Nodes(n) nodes, each broker and controller in one JVM. Its
+// methods are safe for concurrent use; those without a node index act on
+// every node.
 type Broker struct {
 	cfg       cfg
 	lib, java string
-	dir       string // server.properties, log4j2.properties, logs, data/
-	port      int    // PLAINTEXT listener
-	cport     int    // CONTROLLER listener
+	dir       string
+	nodes     []*node
+}
+
+// node is one JVM of the cluster.
+type node struct {
+	id    int    // node.id, 1-based
+	dir   string // server.properties, log4j2.properties, logs, data/
+	port  int    // PLAINTEXT listener
+	cport int    // CONTROLLER listener
 
 	mu   sync.Mutex
 	proc *process // nil before the first start
 }
 
-// New starts a broker in dir, an empty directory it owns until Close
-// (its data, configuration and logs), and waits until it answers. It
-// returns an error wrapping ErrUnavailable when Java or the jars are
+// New starts a cluster in dir, an empty directory it owns until Close
+// (its data, configuration and logs), and waits until every node answers.
+// It returns an error wrapping ErrUnavailable when Java or the jars are
 // missing.
 func New(dir string, opts ...Opt) (*Broker, error) {
 	lib, java, err := Lib()
@@ -57,63 +67,112 @@ func New(dir string, opts ...Opt) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{cfg: c, lib: lib, java: java, dir: dir}
-	if err := os.WriteFile(filepath.Join(dir, "log4j2.properties"), log4jConfig, 0o644); err != nil {
-		return nil, err
+	for i := range c.nodes {
+		n := &node{id: i + 1, dir: dir}
+		if c.nodes > 1 {
+			n.dir = filepath.Join(dir, fmt.Sprintf("node-%d", i+1))
+			if err := os.MkdirAll(n.dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(n.dir, "log4j2.properties"), log4jConfig, 0o644); err != nil {
+			return nil, err
+		}
+		b.nodes = append(b.nodes, n)
 	}
-	// Free ports are taken from the kernel and released before the JVM
-	// binds them: another process may take one in between, so a start
+	// Free ports are taken from the kernel and released before the JVMs
+	// bind them: another process may take one in between, so a start
 	// that fails to bind is tried again on new ports, formatted anew (the
-	// data directory records the controller's address).
+	// data directories record the controllers' addresses).
 	for attempt := 1; ; attempt++ {
 		if err := b.pickPorts(); err != nil {
 			return nil, err
 		}
-		if err := b.writeProperties(); err != nil {
-			return nil, err
+		clusterID := newClusterID()
+		for _, n := range b.nodes {
+			if err := b.writeProperties(n); err != nil {
+				return nil, err
+			}
+			if err := os.RemoveAll(filepath.Join(n.dir, "data")); err != nil {
+				return nil, err
+			}
+			if err := b.format(n, clusterID); err != nil {
+				return nil, err
+			}
 		}
-		if err := os.RemoveAll(filepath.Join(dir, "data")); err != nil {
-			return nil, err
-		}
-		if err := b.format(); err != nil {
-			return nil, err
-		}
-		err := b.start()
+		err := b.startNodes(b.nodes)
 		if err == nil {
 			return b, nil
 		}
+		b.Kill()
 		if attempt == 3 || !b.logHas("Address already in use") {
 			return nil, err
 		}
 	}
 }
 
-// Addr is the broker's host:port, the same across restarts.
-func (b *Broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
-
-// Dir is the broker's directory; its log is Dir()/server.log.
-func (b *Broker) Dir() string { return b.dir }
-
-// PID is the JVM's process id while it runs, else 0.
-func (b *Broker) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.proc == nil || b.proc.exited() {
-		return 0
+// Addr is where clients find the cluster, the same across restarts: the
+// node's host:port, or every node's, comma-separated.
+func (b *Broker) Addr() string {
+	addrs := make([]string, len(b.nodes))
+	for i, n := range b.nodes {
+		addrs[i] = n.addr()
 	}
-	return b.proc.cmd.Process.Pid
+	return strings.Join(addrs, ",")
 }
 
-// Running reports whether the JVM is running.
-func (b *Broker) Running() bool { return b.PID() != 0 }
+// Seeds is Addr as a list, one host:port per node.
+func (b *Broker) Seeds() []string { return strings.Split(b.Addr(), ",") }
 
-// Stop stops the broker gracefully (SIGTERM: a controlled shutdown that
-// flushes and closes its logs) and waits for the JVM to exit; past a
-// minute it kills it and returns an error. Stopping a stopped broker does
-// nothing.
+// Nodes is the number of nodes.
+func (b *Broker) Nodes() int { return len(b.nodes) }
+
+func (n *node) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port)) }
+
+// Dir is the cluster's directory; a one-node cluster's log is
+// Dir()/server.log, node i's of a larger one Dir()/node-i/server.log.
+func (b *Broker) Dir() string { return b.dir }
+
+// PID is the first node's JVM's process id while it runs, else 0.
+func (b *Broker) PID() int { return b.nodes[0].pid() }
+
+// Running reports whether any node's JVM is running.
+func (b *Broker) Running() bool {
+	return slices.ContainsFunc(b.nodes, func(n *node) bool { return n.pid() != 0 })
+}
+
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.exited() {
+		return 0
+	}
+	return n.proc.cmd.Process.Pid
+}
+
+// Stop stops every node gracefully (SIGTERM: a controlled shutdown that
+// flushes and closes its logs) and waits for the JVMs to exit; a JVM
+// still running a minute after its SIGTERM is killed and Stop returns an
+// error. The nodes get their signals together: a node's broker shuts down
+// through the controller quorum, which the nodes stopped before it would
+// have left without a majority. Stopping a stopped node does nothing.
 func (b *Broker) Stop() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	p := b.proc
+	errs := make([]error, len(b.nodes))
+	var wg sync.WaitGroup
+	for i, n := range b.nodes {
+		wg.Go(func() { errs[i] = n.stop() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// StopNode stops node i (0-based) as Stop does.
+func (b *Broker) StopNode(i int) error { return b.nodes[i].stop() }
+
+func (n *node) stop() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p := n.proc
 	if p == nil || p.exited() {
 		return nil
 	}
@@ -124,36 +183,53 @@ func (b *Broker) Stop() error {
 	case <-time.After(stopTimeout):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("kafkabroker: the broker did not stop within %v of SIGTERM; killed", stopTimeout)
+		return fmt.Errorf("kafkabroker: node %d did not stop within %v of SIGTERM; killed", n.id, stopTimeout)
 	}
 }
 
-// Kill SIGKILLs the JVM, as a crash would end it, and waits until it is
-// gone. Killing a stopped broker does nothing.
+// Kill SIGKILLs every node's JVM, as a crash would end it, and waits
+// until they are gone. Killing a stopped node does nothing.
 func (b *Broker) Kill() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if p := b.proc; p != nil && !p.exited() {
+	for _, n := range b.nodes {
+		n.kill()
+	}
+}
+
+// KillNode SIGKILLs node i (0-based) as Kill does.
+func (b *Broker) KillNode(i int) { b.nodes[i].kill() }
+
+func (n *node) kill() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := n.proc; p != nil && !p.exited() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
 }
 
-// Restart starts a stopped or killed broker again on the same ports and
-// data, and waits until it answers. A running broker is stopped first.
+// Restart starts the stopped or killed nodes again on the same ports and
+// data, and waits until they answer. Running nodes are stopped first.
 func (b *Broker) Restart() error {
 	if err := b.Stop(); err != nil {
 		return err
 	}
-	return b.start()
+	return b.startNodes(b.nodes)
 }
 
-// Close stops the broker (gracefully, then by force) and leaves its
+// RestartNode restarts node i (0-based) as Restart does.
+func (b *Broker) RestartNode(i int) error {
+	if err := b.nodes[i].stop(); err != nil {
+		return err
+	}
+	return b.startNodes(b.nodes[i : i+1])
+}
+
+// Close stops the cluster (gracefully, then by force) and leaves its
 // directory to its owner.
 func (b *Broker) Close() error { return b.Stop() }
 
 func (b *Broker) pickPorts() error {
-	var ports [2]int
+	ports := make([]int, 2*len(b.nodes))
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -162,96 +238,131 @@ func (b *Broker) pickPorts() error {
 		defer ln.Close()
 		ports[i] = ln.Addr().(*net.TCPAddr).Port
 	}
-	b.port, b.cport = ports[0], ports[1]
+	for i, n := range b.nodes {
+		n.port, n.cport = ports[2*i], ports[2*i+1]
+	}
 	return nil
 }
 
-// writeProperties writes server.properties: the package's and the
-// options' properties, and the node's own.
-func (b *Broker) writeProperties() error {
+// writeProperties writes node n's server.properties: the package's and
+// the options' properties, and the node's own. One node bootstraps its
+// quorum alone (format --standalone); the nodes of a larger cluster are
+// all voters, named in controller.quorum.voters.
+func (b *Broker) writeProperties(n *node) error {
 	own := map[string]string{
-		"process.roles":                       "broker,controller",
-		"node.id":                             "1",
-		"controller.quorum.bootstrap.servers": fmt.Sprintf("127.0.0.1:%d", b.cport),
-		"listeners":                           fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, b.cport),
-		"advertised.listeners":                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, b.cport),
-		"controller.listener.names":           "CONTROLLER",
-		"inter.broker.listener.name":          "PLAINTEXT",
-		"listener.security.protocol.map":      "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"log.dirs":                            filepath.Join(b.dir, "data"),
+		"process.roles":                  "broker,controller",
+		"node.id":                        strconv.Itoa(n.id),
+		"listeners":                      fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.port, n.cport),
+		"advertised.listeners":           fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.port, n.cport),
+		"controller.listener.names":      "CONTROLLER",
+		"inter.broker.listener.name":     "PLAINTEXT",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"log.dirs":                       filepath.Join(n.dir, "data"),
+	}
+	if len(b.nodes) == 1 {
+		own["controller.quorum.bootstrap.servers"] = fmt.Sprintf("127.0.0.1:%d", n.cport)
+	} else {
+		var voters []string
+		for _, m := range b.nodes {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", m.id, m.cport))
+		}
+		own["controller.quorum.voters"] = strings.Join(voters, ",")
 	}
 	var lines []string
-	for _, m := range []map[string]string{b.cfg.props, own} {
+	for _, m := range []map[string]string{b.cfg.props, b.cfg.replication(), own} {
 		for k, v := range m {
 			lines = append(lines, k+"="+v)
 		}
 	}
 	slices.Sort(lines)
-	return os.WriteFile(b.propsFile(), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return os.WriteFile(n.propsFile(), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
-func (b *Broker) propsFile() string { return filepath.Join(b.dir, "server.properties") }
+func (n *node) propsFile() string { return filepath.Join(n.dir, "server.properties") }
 
-// format formats the data directory for a new one-node cluster.
-func (b *Broker) format() error {
-	args := []string{"format", "-t", clusterID(), "-c", b.propsFile(), "--standalone"}
+// format formats node n's data directory for the cluster clusterID.
+func (b *Broker) format(n *node, clusterID string) error {
+	args := []string{"format", "-t", clusterID, "-c", n.propsFile()}
+	if len(b.nodes) == 1 {
+		args = append(args, "--standalone")
+	}
 	if b.cfg.txnVersion != 0 {
 		args = append(args, "--feature", "transaction.version="+strconv.Itoa(b.cfg.txnVersion))
 	}
-	cmd := b.command("kafka.tools.StorageTool", args...)
+	cmd := b.command(n, "kafka.tools.StorageTool", args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("kafkabroker: formatting the data directory: %v\n%s", err, out)
+		return fmt.Errorf("kafkabroker: formatting node %d's data directory: %v\n%s", n.id, err, out)
 	}
 	return nil
 }
 
-// command is a JVM running main with the broker's classpath and flags.
-func (b *Broker) command(main string, args ...string) *exec.Cmd {
+// command is a JVM of node n running main with the broker's classpath
+// and flags.
+func (b *Broker) command(n *node, main string, args ...string) *exec.Cmd {
 	jvm := []string{
 		"-Xmx" + b.cfg.heap, "-Xms64m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:-UsePerfData",
 		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(b.dir, "log4j2.properties"),
-		"-Dkafka.logs.dir=" + b.dir,
+		"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "log4j2.properties"),
+		"-Dkafka.logs.dir=" + n.dir,
 		"-cp", filepath.Join(b.lib, "*"),
 		main,
 	}
 	cmd := exec.Command(b.java, append(jvm, args...)...)
-	cmd.Dir = b.dir
+	cmd.Dir = n.dir
 	return cmd
 }
 
-// start starts the JVM and waits until the broker answers.
-func (b *Broker) start() error {
-	out, err := os.OpenFile(filepath.Join(b.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+// startNodes starts the JVMs of nodes and waits until each answers (a
+// controller quorum needs a majority of its voters before any node
+// serves, so they start together); a node that does not is killed.
+func (b *Broker) startNodes(nodes []*node) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		p, err := b.spawn(n)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.waitReady(n, p); err != nil {
+				n.kill()
+				errs[i] = fmt.Errorf("%w\n%s", err, n.logTail(20))
+			}
+		}()
 	}
-	defer out.Close() // the child has its own descriptor
-	cmd := b.command("kafka.Kafka", b.propsFile())
-	cmd.Stdout, cmd.Stderr = out, out
-	b.mu.Lock()
-	p, err := spawn(cmd)
-	if err == nil {
-		b.proc = p
-	}
-	b.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("kafkabroker: starting the JVM: %w", err)
-	}
-	if err := b.waitReady(p); err != nil {
-		b.Kill()
-		return fmt.Errorf("%w\n%s", err, b.LogTail(20))
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
-// waitReady polls the broker with metadata requests until it answers
-// with itself as a broker (it is then unfenced and serves), the process
-// exits, or the start timeout passes.
-func (b *Broker) waitReady(p *process) error {
+// spawn starts node n's JVM.
+func (b *Broker) spawn(n *node) (*process, error) {
+	out, err := os.OpenFile(filepath.Join(n.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the child has its own descriptor
+	cmd := b.command(n, "kafka.Kafka", n.propsFile())
+	cmd.Stdout, cmd.Stderr = out, out
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p, err := spawn(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("kafkabroker: starting node %d's JVM: %w", n.id, err)
+	}
+	n.proc = p
+	return p, nil
+}
+
+// waitReady polls node n with metadata requests until it answers with
+// itself as a broker (it is then unfenced and serves), the process exits,
+// or the start timeout passes.
+func (b *Broker) waitReady(n *node, p *process) error {
 	deadline := time.Now().Add(b.cfg.startTimeout)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
 	if err != nil {
 		return err
 	}
@@ -259,12 +370,12 @@ func (b *Broker) waitReady(p *process) error {
 	var last error
 	for time.Now().Before(deadline) {
 		if p.exited() {
-			return fmt.Errorf("kafkabroker: the JVM exited while starting: %v", p.err)
+			return fmt.Errorf("kafkabroker: node %d's JVM exited while starting: %v", n.id, p.err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.SeedBrokers()[0]) // this node
 		cancel()
-		if err == nil && slices.ContainsFunc(resp.Brokers, func(br kmsg.MetadataResponseBroker) bool { return int(br.Port) == b.port }) {
+		if err == nil && slices.ContainsFunc(resp.Brokers, func(br kmsg.MetadataResponseBroker) bool { return int(br.Port) == n.port }) {
 			return nil
 		}
 		if err != nil {
@@ -275,26 +386,42 @@ func (b *Broker) waitReady(p *process) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("kafkabroker: the broker did not answer within %v (last error: %v)", b.cfg.startTimeout, last)
+	return fmt.Errorf("kafkabroker: node %d did not answer within %v (last error: %v)", n.id, b.cfg.startTimeout, last)
 }
 
-// logHas reports whether the broker's log or output holds s.
+// logHas reports whether a node's log or output holds s.
 func (b *Broker) logHas(s string) bool {
-	for _, f := range []string{"server.log", "stdout.log"} {
-		data, _ := os.ReadFile(filepath.Join(b.dir, f))
-		if strings.Contains(string(data), s) {
-			return true
+	for _, n := range b.nodes {
+		for _, f := range []string{"server.log", "stdout.log"} {
+			data, _ := os.ReadFile(filepath.Join(n.dir, f))
+			if strings.Contains(string(data), s) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// LogTail returns the last n lines of the broker's log at WARN or above,
+// LogTail returns the last n lines of each node's log at WARN or above,
 // and of its standard output (where a JVM that fails early writes).
 func (b *Broker) LogTail(n int) string {
 	var parts []string
+	for _, nd := range b.nodes {
+		s := nd.logTail(n)
+		if s != "" && len(b.nodes) > 1 {
+			s = fmt.Sprintf("=== node %d\n%s", nd.id, s)
+		}
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (nd *node) logTail(n int) string {
+	var parts []string
 	for _, f := range []string{"server.log", "stdout.log"} {
-		data, err := os.ReadFile(filepath.Join(b.dir, f))
+		data, err := os.ReadFile(filepath.Join(nd.dir, f))
 		if err != nil {
 			continue
 		}
@@ -314,10 +441,19 @@ func (b *Broker) LogTail(n int) string {
 	return strings.Join(parts, "\n")
 }
 
-// clusterID returns a new cluster id: 16 random bytes in URL-safe base64
-// without padding, as Kafka's Uuid prints (and, as Kafka's, never starting
-// with '-', which a command line would take for a flag).
-func clusterID() string {
+// serverLogs returns the paths of the nodes' logs.
+func (b *Broker) serverLogs() []string {
+	var logs []string
+	for _, n := range b.nodes {
+		logs = append(logs, filepath.Join(n.dir, "server.log"))
+	}
+	return logs
+}
+
+// newClusterID returns a new cluster id: 16 random bytes in URL-safe
+// base64 without padding, as Kafka's Uuid prints (and, as Kafka's, never
+// starting with '-', which a command line would take for a flag).
+func newClusterID() string {
 	for {
 		var u [16]byte
 		_, _ = rand.Read(u[:])

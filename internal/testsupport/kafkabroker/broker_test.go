@@ -54,6 +54,51 @@ func TestBrokerKillStopRestart(t *testing.T) {
 	}
 }
 
+// A three-node cluster replicates every partition to all three nodes and
+// serves transactions while any one node is stopped, in turn, and
+// restarted; every node restarts on its own address.
+func TestClusterRollingRestart(t *testing.T) {
+	b := Start(t, Nodes(3))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	addr := b.Addr()
+	if got := len(b.Seeds()); got != 3 {
+		t.Fatalf("%d seeds in %q, want 3", got, addr)
+	}
+	produce(ctx, t, addr, 0, 100)
+	for i := range 3 {
+		if err := b.StopNode(i); err != nil {
+			t.Fatal(err)
+		}
+		produce(ctx, t, addr, 100*(i+1), 100*(i+2))
+		if err := b.RestartNode(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Addr() != addr {
+		t.Fatalf("restarted on %s, was %s", b.Addr(), addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Seeds()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	details, err := kadm.NewClient(cl).ListTopics(ctx, "t", "__consumer_offsets", "__transaction_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, td := range details {
+		for _, p := range td.Partitions {
+			if len(p.Replicas) != 3 {
+				t.Errorf("%s[%d] has replicas %v, want 3", td.Topic, p.Partition, p.Replicas)
+			}
+		}
+	}
+	if got, err := CountCommitted(ctx, addr, "t", 3); err != nil || got != 400 {
+		t.Errorf("read %d committed records after the restarts (%v), wrote 400", got, err)
+	}
+}
+
 // finalized returns the finalized level of a feature.
 func finalized(ctx context.Context, t *testing.T, addr, feature string) int {
 	t.Helper()
@@ -78,12 +123,12 @@ func finalized(ctx context.Context, t *testing.T, addr, feature string) int {
 // (creating the topic first).
 func produce(ctx context.Context, t *testing.T, addr string, from, to int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("kafkabroker-test"), kgo.DefaultProduceTopic("t"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.TransactionalID("kafkabroker-test"), kgo.DefaultProduceTopic("t"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "t"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, -1, nil, "t"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatal(err)
 	}
 	if err := cl.BeginTransaction(); err != nil {

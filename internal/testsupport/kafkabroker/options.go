@@ -14,6 +14,7 @@ type optFunc func(*cfg)
 func (f optFunc) apply(c *cfg) { f(c) }
 
 type cfg struct {
+	nodes        int
 	txnVersion   int
 	props        map[string]string
 	heap         string
@@ -22,17 +23,15 @@ type cfg struct {
 
 func defaultCfg() cfg {
 	return cfg{
+		nodes: 1,
 		props: map[string]string{
-			"offsets.topic.replication.factor":                 "1",
-			"offsets.topic.num.partitions":                     "10",
-			"transaction.state.log.replication.factor":         "1",
-			"transaction.state.log.min.isr":                    "1",
-			"transaction.state.log.num.partitions":             "10",
-			"share.coordinator.state.topic.replication.factor": "1",
-			"share.coordinator.state.topic.min.isr":            "1",
-			"group.initial.rebalance.delay.ms":                 "0",
-			"auto.create.topics.enable":                        "false",
-			"log.cleaner.dedupe.buffer.size":                   strconv.Itoa(16 << 20),
+			"offsets.topic.num.partitions":          "10",
+			"transaction.state.log.min.isr":         "1",
+			"transaction.state.log.num.partitions":  "10",
+			"share.coordinator.state.topic.min.isr": "1",
+			"group.initial.rebalance.delay.ms":      "0",
+			"auto.create.topics.enable":             "false",
+			"log.cleaner.dedupe.buffer.size":        strconv.Itoa(16 << 20),
 			// KIP-848 groups: the session and heartbeat the classic groups
 			// of the tests ask for (timeouts: {session: 6s, heartbeat:
 			// 500ms}); Kafka's defaults are 45 s and 5 s, with minimums
@@ -49,6 +48,26 @@ func defaultCfg() cfg {
 		},
 		heap:         "512m",
 		startTimeout: 2 * time.Minute,
+	}
+}
+
+// Nodes makes the cluster n nodes (1 to 5), each broker and controller
+// in a JVM of its own and each a voter of the controller quorum, which
+// rides out the loss of a minority. Topics created without a replication
+// factor, and the internal topics, get min(n, 3) replicas, so that a
+// stopped node's partitions move to another leader (a controlled
+// shutdown moves them first) as they do on a production cluster.
+func Nodes(n int) Opt { return optFunc(func(c *cfg) { c.nodes = n }) }
+
+// replication is the properties of the replication factors, from the
+// number of nodes.
+func (c *cfg) replication() map[string]string {
+	rf := strconv.Itoa(min(c.nodes, 3))
+	return map[string]string{
+		"default.replication.factor":                       rf,
+		"offsets.topic.replication.factor":                 rf,
+		"transaction.state.log.replication.factor":         rf,
+		"share.coordinator.state.topic.replication.factor": rf,
 	}
 }
 
@@ -81,8 +100,8 @@ func Compaction(backoff, roll time.Duration, dirtyRatio float64) Opt {
 }
 
 // Property sets a server property (server.properties), over the
-// package's defaults. Listeners, node and log directories are the
-// package's own and cannot be set.
+// package's defaults. Listeners, node, quorum, log directories and
+// replication factors are the package's own and cannot be set.
 func Property(key, value string) Opt { return optFunc(func(c *cfg) { c.props[key] = value }) }
 
 // Heap sets the JVM's maximum heap (-Xmx), 512m by default.
@@ -99,6 +118,8 @@ var reserved = map[string]bool{
 	"process.roles": true, "node.id": true, "listeners": true, "advertised.listeners": true,
 	"controller.listener.names": true, "controller.quorum.bootstrap.servers": true,
 	"controller.quorum.voters": true, "listener.security.protocol.map": true,
+	"default.replication.factor": true, "offsets.topic.replication.factor": true,
+	"transaction.state.log.replication.factor": true, "share.coordinator.state.topic.replication.factor": true,
 	"inter.broker.listener.name": true, "log.dirs": true, "log.dir": true, "metadata.log.dir": true,
 }
 
@@ -107,6 +128,9 @@ func (c *cfg) validate() error {
 		if reserved[k] {
 			return fmt.Errorf("kafkabroker: property %s is set by the package", k)
 		}
+	}
+	if c.nodes < 1 || c.nodes > 5 {
+		return fmt.Errorf("kafkabroker: %d nodes: want 1 to 5", c.nodes)
 	}
 	if c.txnVersion < 0 || c.txnVersion > 2 {
 		return fmt.Errorf("kafkabroker: transaction version %d: want 0 (the release's default), 1 or 2", c.txnVersion)

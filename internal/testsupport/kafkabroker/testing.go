@@ -2,6 +2,7 @@ package kafkabroker
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,19 +48,26 @@ func Skip(t testing.TB) {
 	t.Skipf("skipped: %v", err)
 }
 
-// KeepLog copies the broker's log to DIR/TEST.kafka.log when
-// THROTTLER_TEST_LOGS=DIR is set.
+// KeepLog copies the cluster's logs to DIR/TEST.kafka.log (a node's
+// beyond the first to DIR/TEST.kafka-N.log) when THROTTLER_TEST_LOGS=DIR
+// is set.
 func KeepLog(t testing.TB, b *Broker) {
 	dir := os.Getenv("THROTTLER_TEST_LOGS")
 	if dir == "" {
 		return
 	}
-	data, err := os.ReadFile(filepath.Join(b.Dir(), "server.log"))
-	if err != nil {
-		return
-	}
-	name := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".kafka.log")
-	if err := os.WriteFile(name, data, 0o644); err != nil {
-		t.Logf("THROTTLER_TEST_LOGS: %v", err)
+	for i, log := range b.serverLogs() {
+		data, err := os.ReadFile(log)
+		if err != nil {
+			continue
+		}
+		suffix := ".kafka.log"
+		if i > 0 {
+			suffix = fmt.Sprintf(".kafka-%d.log", i+1)
+		}
+		name := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+suffix)
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			t.Logf("THROTTLER_TEST_LOGS: %v", err)
+		}
 	}
 }
