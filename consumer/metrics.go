@@ -249,16 +249,24 @@ func (c *counts) foldRejects() {
 		return
 	}
 	k := c.lastReject
-	b := c.budget(k.budget)
+	c.budget(k.budget).refusedN(k.reason, c.lastRejects)
+	c.lastRejects = 0
+}
+
+// refused counts one event the budget refused for reason. The caller
+// found b with counts.budget (it is listed for the next flush): an event
+// refused by its own budget is counted without a second lookup.
+func (b *budgetCount) refused(reason string) { b.refusedN(reason, 1) }
+
+func (b *budgetCount) refusedN(reason string, n uint64) {
 	i := 0
-	for i < len(b.rejects) && b.rejects[i].reason != k.reason {
+	for i < len(b.rejects) && b.rejects[i].reason != reason {
 		i++
 	}
 	if i == len(b.rejects) { // owned: it becomes a label value
-		b.rejects = append(b.rejects, rejectCount{reason: strings.Clone(k.reason)})
+		b.rejects = append(b.rejects, rejectCount{reason: strings.Clone(reason)})
 	}
-	b.rejects[i].n += c.lastRejects
-	c.lastRejects = 0
+	b.rejects[i].n += n
 }
 
 // flush adds c to the metrics and zeroes c; budgets idle for

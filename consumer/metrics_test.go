@@ -58,6 +58,18 @@ func TestCountsFlush(t *testing.T) {
 	want("throttler_passed_total", a, 6)
 	want("throttler_rejected_total", map[string]string{"budget": "a", "reason": "paced"}, 3)
 
+	// Events refused by their own budget, counted on the counters found
+	// for the event, add to the runs of rejects of the same key.
+	b := c.budget("a")
+	b.offered++
+	b.refused("paced")
+	c.reject(rejectKey{"a", "paced"})
+	c.budget("a").refused("score")
+	c.flush(m)
+	want("throttler_offered_total", a, 7)
+	want("throttler_rejected_total", map[string]string{"budget": "a", "reason": "paced"}, 5)
+	want("throttler_rejected_total", map[string]string{"budget": "a", "reason": "score"}, 1)
+
 	if n := m.sweep(time.Unix(1e9, 0), time.Minute); n != 2 {
 		t.Fatalf("sweep deleted %d budgets' series, want 2", n)
 	}

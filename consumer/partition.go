@@ -322,12 +322,21 @@ func (p *partition) process(r *kgo.Record, now time.Time) {
 		p.variants.count(e, p.counts.routed)
 		p.emit(p.recs.Output(e, o, w.scored))
 	case pipeline.OutcomeReject:
-		if e.Verdict.Pass { // passed its budget, refused after (a variant limit)
+		switch {
+		case e.Verdict.Pass: // passed its budget, refused after (a variant limit)
 			p.countPassedRejected(e)
-		} else if decided {
+			p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
+		case decided && e.RejectedBy == e.Fields.Budget:
+			// refused by its own budget: counted on the counters just found
+			b := p.counts.budget(e.Fields.Budget)
+			b.offered++
+			b.refused(e.RejectReason)
+		case decided:
 			p.counts.budget(e.Fields.Budget).offered++
+			p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
+		default:
+			p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		}
-		p.counts.reject(rejectKey{e.RejectedBy, e.RejectReason})
 		if e.Topic != "" {
 			p.emit(p.recs.Output(e, o, w.scored))
 		} else {

@@ -216,6 +216,6 @@ func (c *Controller) closingPasses(p *peer, from, t int64) float64 {
 
 // viewOwn takes in the exchange's report of an own source, as its peers
 // take it in (see smoothed).
-func (c *Controller) viewOwn(l *Lane, r Report) {
-	l.view.add(&r)
+func (c *Controller) viewOwn(l *Lane, r *Report) {
+	l.view.add(r)
 }

@@ -75,12 +75,14 @@ type Controller struct {
 	sched schedule
 	lsch  *schedule // a copy of sched for lanes (params.sched)
 	gen   uint64    // counts redefinitions; lanes adapt when theirs differs
-	lanes map[string]*Lane
-	peers map[string]*peer
-	// the same, in a stable order, so that sums (and so simulations) are
-	// deterministic
+	// srcs: per source, this node's open lane of it or its peer, found
+	// with one lookup by the source's name
+	srcs map[string]sourceRef
+	// the lanes and the peers, in a stable order, so that sums (and so
+	// simulations) are deterministic
 	laneList  []*Lane
 	peerList  []*peer
+	spare     *peer // a peer dropped for a lane, for the next one made
 	hist      ownHistory
 	sk        *sketch
 	conv      *conversion
@@ -134,8 +136,7 @@ func newController(b Budget, cfg *config) *Controller {
 	c := &Controller{
 		name:  b.Name,
 		cfg:   cfg,
-		lanes: map[string]*Lane{},
-		peers: map[string]*peer{},
+		srcs:  map[string]sourceRef{},
 		share: cfg.priorShare,
 		idx:   -1,
 		dueAt: math.MaxInt64,
@@ -263,13 +264,13 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 		}
 		l.periodEnd = c.sched.anchor + (idx+1)*c.sched.length
 	}
-	c.lanes[source] = l
-	c.laneList = append(c.laneList, l)
-	if p := c.peers[source]; p != nil {
+	if p := c.srcs[source].peer; p != nil {
 		// the source's traffic, as the peers know it, moves with it
 		l.view = p.smooth
+		c.dropPeer(p)
 	}
-	c.dropPeer(source)
+	c.srcs[source] = sourceRef{lane: l}
+	c.laneList = append(c.laneList, l)
 	if old := c.params.Load(); old.cold {
 		prm := *old
 		prm.coldRate, prm.coldBurst = c.coldRate()
@@ -295,17 +296,16 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 	defer c.mu.Unlock()
 	r := l.report(t)
 	l.closed = true
-	if c.lanes[l.source] == l {
-		delete(c.lanes, l.source)
+	if c.srcs[l.source].lane == l {
 		for i, x := range c.laneList {
 			if x == l {
 				c.laneList = slices.Delete(c.laneList, i, i+1) // clears the freed slot
 				break
 			}
 		}
-		p := newPeer(l.source)
+		p := c.newPeer(l.source)
 		p.rep, p.at, p.smooth = r, t, l.view
-		c.addPeer(p)
+		c.addPeer(p) // in the lane's place
 		if len(c.laneList) == 0 {
 			c.emptySince = t
 		}

@@ -36,7 +36,7 @@ func TestPeerCountersGoingBack(t *testing.T) {
 	passes(time.Second)
 	peer(2*time.Second, 100)
 	peer(3*time.Second, 90) // back: the 10 of the previous report were rolled back
-	if p := tree.Controller("b").peers["peer"]; p.offRate > 1e6 || p.passRate > 1e6 {
+	if p := tree.Controller("b").srcs["peer"].peer; p.offRate > 1e6 || p.passRate > 1e6 {
 		t.Fatalf("peer rates %v offered/s, %v passed/s after its counters went back", p.offRate, p.passRate)
 	}
 	if n := passes(3 * time.Second); n < 45 {

@@ -23,27 +23,44 @@ type peer struct {
 	smooth smoothed
 }
 
-// newPeer returns a peer source not related to the own traffic yet.
-func newPeer(source string) *peer { return &peer{source: source, ownThen: math.Inf(1)} }
+// sourceRef is what a controller holds of one source: this node's open
+// lane of it, or its peer (a source another node owns, or one whose lane
+// closed here), never both.
+type sourceRef struct {
+	lane *Lane
+	peer *peer
+}
 
+// newPeer returns a peer source not related to the own traffic yet: the
+// spare one (dropped for a lane) when there is one, else a new one.
+func (c *Controller) newPeer(source string) *peer {
+	p := c.spare
+	if p == nil {
+		p = new(peer)
+	}
+	c.spare = nil
+	*p = peer{source: source, ownThen: math.Inf(1)}
+	return p
+}
+
+// addPeer adds p in the place of whatever the controller held of its
+// source.
 func (c *Controller) addPeer(p *peer) {
-	c.dropPeer(p.source)
-	c.peers[p.source] = p
+	c.srcs[p.source] = sourceRef{peer: p}
 	c.peerList = append(c.peerList, p)
 }
 
-func (c *Controller) dropPeer(source string) {
-	p, ok := c.peers[source]
-	if !ok {
-		return
-	}
-	delete(c.peers, source)
+// dropPeer removes p, which a lane of its source replaces, and keeps it
+// as the spare: nothing else points to it.
+func (c *Controller) dropPeer(p *peer) {
+	delete(c.srcs, p.source)
 	for i, x := range c.peerList {
 		if x == p {
 			c.peerList = slices.Delete(c.peerList, i, i+1)
-			return
+			break
 		}
 	}
+	c.spare = p
 }
 
 // syncLocked takes in peers' latest reports, then re-tunes. Called under
@@ -55,12 +72,14 @@ func (c *Controller) syncLocked(t int64, reps []Report) {
 	// outage of the exchange, no trend.
 	sync := int64(c.cfg.sync)
 	late, lateGap, n, gaps := int64(-1), int64(-1), 0, 0
-	for _, r := range reps {
-		if l, own := c.lanes[r.Source]; own {
-			c.viewOwn(l, r)
+	for i := range reps {
+		r := &reps[i]
+		ref := c.srcs[r.Source]
+		if ref.lane != nil {
+			c.viewOwn(ref.lane, r)
 			continue
 		}
-		if interval, ok := c.take(r, t); ok {
+		if interval, ok := c.take(ref.peer, r, t); ok {
 			age := t - r.At.UnixNano() - sync
 			late = max(late, age)
 			lateGap = max(lateGap, age+interval-sync)
@@ -85,14 +104,14 @@ func (c *Controller) syncLocked(t int64, reps []Report) {
 }
 
 // take takes in a peer source's report at t, unless it is not newer than
-// the one held. It returns how long after the report it replaced this one
+// the one held; p is the peer the controller holds of the source (nil:
+// none yet). It returns how long after the report it replaced this one
 // was made (ok is false when it replaced none).
-func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
+func (c *Controller) take(p *peer, r *Report, t int64) (interval int64, ok bool) {
 	at := r.At.UnixNano()
-	p := c.peers[r.Source]
 	switch {
 	case p == nil:
-		p = newPeer(r.Source)
+		p = c.newPeer(r.Source)
 		c.addPeer(p)
 		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
 			c.rates(p, r, Counters{}, s)
@@ -118,14 +137,14 @@ func (c *Controller) take(r Report, t int64) (interval int64, ok bool) {
 			c.rates(p, r, p.rep.Total, p.at)
 		}
 	}
-	p.rep, p.at = r, at
-	p.smooth.add(&r)
+	p.rep, p.at = *r, at
+	p.smooth.add(r)
 	return interval, ok
 }
 
 // rates sets peer p's rates from its report r and the counts it had at
 // from, and relates them to this node's own traffic over the same span.
-func (c *Controller) rates(p *peer, r Report, before Counters, from int64) {
+func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	at := r.At.UnixNano()
 	dt := float64(at-from) / 1e9
 	p.offRate = float64(r.Total.Offered-before.Offered) / dt

@@ -300,3 +300,74 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// sliceExchange is an Exchange whose View copies a budget's reports from
+// one slice sorted by source, as the stats view does; Advance makes every
+// report newer, as the sources' ledgers do at each commit.
+type sliceExchange struct{ byBudget map[string][]Report }
+
+func (x *sliceExchange) Publish([]Report) error { return nil }
+
+func (x *sliceExchange) View(budget string, dst []Report) []Report {
+	return append(dst, x.byBudget[budget]...)
+}
+
+// advance moves every report to at, each source having offered off more
+// and passed a tenth of that.
+func (x *sliceExchange) advance(at time.Time, off uint64) {
+	for _, rs := range x.byBudget {
+		for i := range rs {
+			r := &rs[i]
+			r.At = at
+			r.Total.Offered += off
+			r.Total.Passed += off / 10
+			r.InPeriod = r.Total
+		}
+	}
+}
+
+// BenchmarkActiveRounds: a tune and a sync round (one sync interval) of a
+// node whose budgets are all active, as in `throttler bench --budgets N`:
+// 12 sources, each budget with lanes on 4 of them and reports of all 12
+// in the exchange (the other 8 its peers, as after their lanes closed),
+// every report newer at each round, and a quarter of the budgets with an
+// event on each lane since the last round. ns/op is one round of each.
+func BenchmarkActiveRounds(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("budgets=%d", n), func(b *testing.B) {
+			bs := scaleBudgets(n)
+			ex := &sliceExchange{byBudget: map[string][]Report{}}
+			tree := scaleTree(b, bs, Peers(ex))
+			var srcs []*Source
+			for s := range 12 {
+				src, _ := tree.Open(fmt.Sprintf("p%02d", s), benchT0, nil)
+				srcs = append(srcs, src)
+			}
+			lanes := make([][]*Lane, n)
+			for i, x := range bs {
+				rs := make([]Report, 12)
+				for s := range rs {
+					rs[s] = Report{Budget: x.Name, Source: fmt.Sprintf("p%02d", s), At: benchT0, Since: benchT0}
+				}
+				ex.byBudget[x.Name] = rs
+				for k := range 4 {
+					lanes[i] = append(lanes[i], srcs[(i+k)%12].Lane(x.Name))
+				}
+			}
+			now := benchT0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for it := range b.N {
+				now = now.Add(100 * time.Millisecond)
+				for i := it % 4; i < n; i += 4 {
+					for _, l := range lanes[i] {
+						l.Decide(now, 0)
+					}
+				}
+				ex.advance(now.Add(-50*time.Millisecond), 10)
+				tree.Tune(now)
+				tree.Sync(now, nil)
+			}
+		})
+	}
+}
