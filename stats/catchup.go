@@ -62,7 +62,7 @@ func (c *catchUp) done() bool { return len(c.pending) == 0 }
 // partitions.
 func listOffsets(ctx context.Context, adm *kadm.Client, topic string) (starts, ends map[int32]int64, err error) {
 	list := func(op string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
-		listed, err := fn(ctx, topic)
+		listed, err := ListSettled(ctx, fn, topic)
 		if err != nil {
 			return nil, &TopicError{Topic: topic, Op: op, Err: err}
 		}

@@ -1,0 +1,50 @@
+package stats
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// settleTimeout bounds how long ListSettled asks again.
+const settleTimeout = 30 * time.Second
+
+// ListSettled lists topic's offsets with list (a kadm.Client's
+// ListStartOffsets, ListEndOffsets or ListCommittedOffsets), asking again
+// while a partition the metadata lists answers with a retriable error or
+// does not know the topic: on a cluster of several brokers a partition's
+// leader learns of a topic just created, and of its leadership, from the
+// controller in its own time, after another broker has listed it. It
+// stops asking after 30 s or when ctx ends and returns the last answer;
+// a topic the metadata does not list at all (partition -1) is answered
+// at once.
+func ListSettled(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(settleTimeout)
+	backoff := 50 * time.Millisecond
+	for {
+		listed, err := list(ctx, topic)
+		if err != nil || !unsettled(listed[topic]) || time.Now().After(deadline) {
+			return listed, err
+		}
+		select {
+		case <-ctx.Done():
+			return listed, nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// unsettled reports whether a listed partition has an error that asking
+// again may clear.
+func unsettled(parts map[int32]kadm.ListedOffset) bool {
+	for p, o := range parts {
+		if p >= 0 && o.Err != nil && (kerr.IsRetriable(o.Err) || errors.Is(o.Err, kerr.UnknownTopicOrPartition)) {
+			return true
+		}
+	}
+	return false
+}
