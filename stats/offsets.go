@@ -2,7 +2,6 @@ package stats
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -23,18 +22,12 @@ const settleTimeout = 30 * time.Second
 // at once.
 func ListSettled(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (kadm.ListedOffsets, error) {
 	deadline := time.Now().Add(settleTimeout)
-	backoff := 50 * time.Millisecond
+	backoff := firstBackoff
 	for {
 		listed, err := list(ctx, topic)
-		if err != nil || !unsettled(listed[topic]) || time.Now().After(deadline) {
+		if err != nil || !unsettled(listed[topic]) || time.Now().After(deadline) || !pause(ctx, &backoff) {
 			return listed, err
 		}
-		select {
-		case <-ctx.Done():
-			return listed, nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -42,9 +35,25 @@ func ListSettled(ctx context.Context, list func(context.Context, ...string) (kad
 // again may clear.
 func unsettled(parts map[int32]kadm.ListedOffset) bool {
 	for p, o := range parts {
-		if p >= 0 && o.Err != nil && (kerr.IsRetriable(o.Err) || errors.Is(o.Err, kerr.UnknownTopicOrPartition)) {
+		if p >= 0 && kerr.IsRetriable(o.Err) { // UNKNOWN_TOPIC_OR_PARTITION is retriable
 			return true
 		}
 	}
 	return false
+}
+
+// firstBackoff is the first pause of pause's callers.
+const firstBackoff = 50 * time.Millisecond
+
+// pause waits *d, or until ctx ends (false), and doubles *d up to a
+// second: the pause between the tries of a request a broker may answer
+// better soon.
+func pause(ctx context.Context, d *time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*d):
+	}
+	*d = min(2**d, time.Second)
+	return true
 }

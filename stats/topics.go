@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -133,7 +132,7 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, s TopicSpec) error {
 // verifyTopic waits until s is visible with its partitions, then checks its
 // cleanup policy.
 func verifyTopic(ctx context.Context, adm *kadm.Client, s TopicSpec) error {
-	backoff := 50 * time.Millisecond
+	backoff := firstBackoff
 	for {
 		details, err := listFresh(ctx, adm, s.Name)
 		if err == nil {
@@ -148,15 +147,12 @@ func verifyTopic(ctx context.Context, adm *kadm.Client, s TopicSpec) error {
 				return verifyPolicy(ctx, adm, s)
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !pause(ctx, &backoff) {
 			if err == nil {
 				err = errors.New("not visible in metadata yet")
 			}
 			return &TopicError{Topic: s.Name, Op: "verify", Err: errors.Join(ctx.Err(), err)}
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -191,9 +187,9 @@ func verifyPolicy(ctx context.Context, adm *kadm.Client, s TopicSpec) error {
 // describeConfigs describes topic's configs. Of a cluster of several
 // brokers, the one asked may not know yet a topic another has just
 // listed (each learns it from the controller in its own time): an
-// unknown topic, as a retriable error, is asked again until ctx ends.
+// unknown topic, as any retriable error, is asked again until ctx ends.
 func describeConfigs(ctx context.Context, adm *kadm.Client, topic string) (kadm.ResourceConfig, error) {
-	backoff := 50 * time.Millisecond
+	backoff := firstBackoff
 	for {
 		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
 		var rc kadm.ResourceConfig
@@ -203,14 +199,11 @@ func describeConfigs(ctx context.Context, adm *kadm.Client, topic string) (kadm.
 		if err == nil {
 			err = rc.Err
 		}
-		if err == nil || !(kerr.IsRetriable(err) || errors.Is(err, kerr.UnknownTopicOrPartition)) {
+		if err == nil || !kerr.IsRetriable(err) { // UNKNOWN_TOPIC_OR_PARTITION is retriable
 			return rc, err
 		}
-		select {
-		case <-ctx.Done():
+		if !pause(ctx, &backoff) {
 			return rc, errors.Join(ctx.Err(), err)
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
