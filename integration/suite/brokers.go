@@ -241,7 +241,7 @@ func (c *Cluster) Restart(t *testing.T) {
 func (c *Cluster) DeleteTopics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(c.Addr)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(c.Addr)...))
 	if err != nil {
 		t.Errorf("deleting the test's topics: %v", err)
 		return
@@ -333,7 +333,7 @@ func (p *KafkaPool) Close() {
 // addr and waits until the broker lists it (see waitTopic).
 func CreateTopic(ctx context.Context, t *testing.T, addr, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func WaitProducing(t *testing.T, gen *Proc, addr, topic string) {
 // start on an input topic it cannot see.
 func WaitTopic(t *testing.T, addr, topic string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,3 @@ func LoadDone(t *testing.T, gen *Proc) {
 		t.Fatalf("%s: %v\n%s", gen.Name, gen.Werr, gen.Err)
 	}
 }
-
-// Seeds splits a cluster's address (host:port, or several,
-// comma-separated) into seed brokers.
-func Seeds(addr string) []string { return strings.Split(addr, ",") }

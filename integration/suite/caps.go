@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 )
 
 func RunCapsZipfKillWorker(t *testing.T, k BrokerKind) {
@@ -67,7 +68,7 @@ log: {format: json, level: info}
 	case <-time.After(time.Duration(2*events/rate)*time.Second + time.Minute):
 		t.Fatal("loadgen did not finish")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ log: {format: json, level: info}
 		}
 	}
 
-	conn := []kgo.Opt{kgo.SeedBrokers(Seeds(addr)...)}
+	conn := []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(addr)...)}
 	in := ReadCommitted(wctx, t, conn, name("events"))
 	// One byte a response: kfake cut every response after its first
 	// batch, with no aborted transaction listed for that batch, so every

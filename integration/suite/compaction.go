@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -14,7 +15,7 @@ import (
 // has removed some.
 func TopicRecords(ctx context.Context, t *testing.T, addr, topic string) (records, span int64) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(addr)...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)

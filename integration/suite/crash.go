@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -281,7 +282,7 @@ func (g *CrashGroup) CheckOutputs(ctx context.Context, t *testing.T, addr string
 // Admin returns an admin client of the broker at addr.
 func Admin(t *testing.T, addr string) (*kadm.Client, func()) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/config"
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/pipeline"
 )
@@ -86,7 +87,7 @@ func InitAndRun(t *testing.T, registryURL, format, topic string) {
 		"--budgets", strings.Join(DemoCampaigns, ","), "--seed", "2", "--count", "6000", "--rate", "300", "--log-level", "warn"}, reg...)...)
 	defer more.Stop(t, syscall.SIGTERM, 10*time.Second) //nolint:errcheck // it may have ended
 	passed := cfg.Topics.Output
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...), kgo.ConsumeTopics(passed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...), kgo.ConsumeTopics(passed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func InitAndRun(t *testing.T, registryURL, format, topic string) {
 // ClusterState describes the topics, their end offsets and the groups.
 func ClusterState(ctx context.Context, t *testing.T, brokers string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/stats"
 )
 
@@ -29,7 +30,7 @@ type Sample struct {
 
 func FollowOutput(ctx context.Context, t *testing.T, brokers, topic, budget string) *OutputCounter {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.AllowAutoTopicCreation())
 	if err != nil {
@@ -157,7 +158,7 @@ log: {format: json, level: info}
 	}
 
 	// the counters agree with the output topic
-	opts := []kgo.Opt{kgo.SeedBrokers(Seeds(addr)...)}
+	opts := []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(addr)...)}
 	view, err := stats.NewView(ctx, group+".stats", opts)
 	if err != nil {
 		t.Fatal(err)

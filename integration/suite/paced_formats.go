@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/internal/tools/loadgen"
 )
@@ -60,7 +61,7 @@ http: {listen: "127.0.0.1:0"}
 	_, tree, stop := RunWorker(ctx, t, cfg, zerolog.WarnLevel)
 	out := FollowOutput(ctx, t, addrs, name("passed"), "campaign")
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addrs)...))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(addrs)...))
 	if err != nil {
 		t.Fatal(err)
 	}

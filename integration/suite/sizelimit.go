@@ -15,6 +15,7 @@ import (
 
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/decode"
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/pipeline"
 )
 
@@ -27,7 +28,7 @@ func RunRecordsAtTheSizeLimit(t *testing.T, k BrokerKind) {
 	CreateTopic(ctx, t, b.Addr, events, 1, nil) // the broker's default max.message.bytes
 	// Uncompressed batches of one record: the broker's limit applies to
 	// the batch as sent.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(b.Addr)...), kgo.ProducerBatchMaxBytes(8<<20), // the broker decides
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(b.Addr)...), kgo.ProducerBatchMaxBytes(8<<20), // the broker decides
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(1))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ http: {listen: "127.0.0.1:0"}
 		t.Fatalf("worker: %v", err)
 	}
 	where := map[string]*kgo.Record{}
-	for _, r := range ReadCommitted(ctx, t, []kgo.Opt{kgo.SeedBrokers(Seeds(b.Addr)...)}, passed, rejected, dlq) {
+	for _, r := range ReadCommitted(ctx, t, []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(b.Addr)...)}, passed, rejected, dlq) {
 		id := JsonField(r.Value, "id")
 		if r.Topic == dlq {
 			id, _ = pipeline.HeaderValue(r, pipeline.HeaderSourceOffset)

@@ -14,6 +14,7 @@ import (
 	"github.com/throttler/throttler/app"
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
@@ -60,7 +61,7 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := kgo.NewClient(kgo.SeedBrokers(Seeds(b.Addr)...))
+	pc, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(b.Addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ http: {listen: "127.0.0.1:0"}
 	for _, s := range []string{"passed", "exp.control", "exp.treatment", "exp.low", "exp.high", "rejected"} {
 		topics = append(topics, name(s))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(b.Addr)...), kgo.ConsumeTopics(topics...),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(b.Addr)...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/internal/tools/loadgen"
 )
 
@@ -61,7 +62,7 @@ http: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := kgo.NewClient(kgo.SeedBrokers(Seeds(b.Addr)...))
+	pc, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(b.Addr)...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
@@ -27,7 +28,7 @@ import (
 // markers, so a partition may end in aborted records a reader never sees.
 func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...string) map[string][]*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 	if len(existing) == 0 {
 		return out
 	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(Seeds(brokers)...), kgo.ConsumeTopics(existing...),
+	rd, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...), kgo.ConsumeTopics(existing...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords())
 	if err != nil {
@@ -109,7 +110,7 @@ const QuietAfter = 3 * time.Second
 // the input partitions, as a new owner restores them (stats.LoadLedgers).
 func CountedPasses(ctx context.Context, t *testing.T, brokers, statsTopic, input string, partitions int32, budget string) (inStats, inLedgers uint64) {
 	t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(Seeds(brokers)...)}
+	opts := []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(brokers)...)}
 	view, err := stats.NewView(ctx, statsTopic, opts)
 	if err != nil {
 		t.Fatal(err)

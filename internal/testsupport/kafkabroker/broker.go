@@ -121,8 +121,9 @@ func (b *Broker) Addr() string {
 	return strings.Join(addrs, ",")
 }
 
-// Seeds is Addr as a list, one host:port per node.
-func (b *Broker) Seeds() []string { return strings.Split(b.Addr(), ",") }
+// Seeds splits a cluster's address (Addr: host:port, or several,
+// comma-separated) into seed brokers.
+func Seeds(addr string) []string { return strings.Split(addr, ",") }
 
 // Nodes is the number of nodes.
 func (b *Broker) Nodes() int { return len(b.nodes) }

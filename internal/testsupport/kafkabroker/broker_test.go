@@ -62,7 +62,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	addr := b.Addr()
-	if got := len(b.Seeds()); got != 3 {
+	if got := len(Seeds(b.Addr())); got != 3 {
 		t.Fatalf("%d seeds in %q, want 3", got, addr)
 	}
 	produce(ctx, t, addr, 0, 100)
@@ -78,7 +78,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	if b.Addr() != addr {
 		t.Fatalf("restarted on %s, was %s", b.Addr(), addr)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Seeds()...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(b.Addr())...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func finalized(ctx context.Context, t *testing.T, addr, feature string) int {
 // (creating the topic first).
 func produce(ctx context.Context, t *testing.T, addr string, from, to int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.TransactionalID("kafkabroker-test"), kgo.DefaultProduceTopic("t"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...), kgo.TransactionalID("kafkabroker-test"), kgo.DefaultProduceTopic("t"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package kafkabroker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,7 +14,7 @@ import (
 // transaction marker). A restarted broker answers before it leads every
 // partition again: the offsets are asked until all partitions answer.
 func CountCommitted(ctx context.Context, addr, topic string, partitions int) (int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(Seeds(addr)...), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		return 0, err
