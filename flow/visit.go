@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"container/heap"
 	"math"
 	"time"
 )
@@ -108,7 +109,7 @@ func (t *Tree) gather(n int64, sync bool) []*Controller {
 	clear(busy)
 	t.spare = busy[:0]
 	for len(t.due) > 0 && t.due[0].at <= n {
-		e := t.due.pop()
+		e := heap.Pop(&t.due).(dueEntry)
 		c := e.c
 		if c.dueAt != e.at || c.idx < 0 {
 			continue // superseded by an earlier entry, or gone
@@ -210,7 +211,7 @@ func (t *Tree) schedule(c *Controller) {
 
 func (t *Tree) push(c *Controller, at int64) {
 	c.dueAt = at
-	t.due.push(dueEntry{at, c})
+	heap.Push(&t.due, dueEntry{at, c})
 }
 
 // dueEntry is an instant a controller is due at. A controller has at most
@@ -221,50 +222,18 @@ type dueEntry struct {
 	c  *Controller
 }
 
-// dueQueue is a min-heap of due entries by instant. Its push and pop
-// are container/heap's Push and Pop, on the entries themselves rather
-// than through an interface: an entry passed as an interface value is
-// allocated, at every schedule and every pop of a round. Entries due at
-// the same instant come out in the order container/heap gives them.
+// dueQueue is a min-heap of due entries (container/heap).
 type dueQueue []dueEntry
 
-// push adds e.
-func (q *dueQueue) push(e dueEntry) {
-	*q = append(*q, e)
-	h := *q
-	for j := len(h) - 1; j > 0; {
-		i := (j - 1) / 2 // parent
-		if !(h[j].at < h[i].at) {
-			break
-		}
-		h[i], h[j] = h[j], h[i]
-		j = i
-	}
-}
-
-// pop removes and returns the entry of the earliest instant; the queue
-// must not be empty.
-func (q *dueQueue) pop() dueEntry {
-	h := *q
-	n := len(h) - 1
-	h[0], h[n] = h[n], h[0]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if j2 := j + 1; j2 < n && h[j2].at < h[j].at {
-			j = j2
-		}
-		if !(h[j].at < h[i].at) {
-			break
-		}
-		h[i], h[j] = h[j], h[i]
-		i = j
-	}
-	e := h[n]
-	h[n] = dueEntry{}
-	*q = h[:n]
+func (q dueQueue) Len() int           { return len(q) }
+func (q dueQueue) Less(i, j int) bool { return q[i].at < q[j].at }
+func (q dueQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *dueQueue) Push(x any)        { *q = append(*q, x.(dueEntry)) }
+func (q *dueQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = dueEntry{}
+	*q = old[:len(old)-1]
 	return e
 }
 
