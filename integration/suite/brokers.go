@@ -195,17 +195,12 @@ func (c *Cluster) Stop(t *testing.T, sig syscall.Signal) error {
 	if c.Kafka != nil {
 		if c.Kafka.Nodes() > 1 {
 			t.Logf("stopping node %d of %d", c.node+1, c.Kafka.Nodes())
-			if sig == syscall.SIGKILL {
-				c.Kafka.KillNode(c.node)
-				return nil
-			}
-			return c.Kafka.StopNode(c.node)
 		}
 		if sig == syscall.SIGKILL {
-			c.Kafka.Kill()
+			c.Kafka.KillNode(c.node)
 			return nil
 		}
-		return c.Kafka.Stop()
+		return c.Kafka.StopNode(c.node)
 	}
 	err := c.Brk.Stop(t, sig, 30*time.Second)
 	if sig == syscall.SIGKILL && c.Brk.Exited() {
@@ -218,13 +213,8 @@ func (c *Cluster) Stop(t *testing.T, sig syscall.Signal) error {
 func (c *Cluster) Restart(t *testing.T) {
 	t.Helper()
 	if c.Kafka != nil {
-		var err error
-		if c.Kafka.Nodes() > 1 {
-			err = c.Kafka.RestartNode(c.node)
-			c.node = (c.node + 1) % c.Kafka.Nodes()
-		} else {
-			err = c.Kafka.Restart()
-		}
+		err := c.Kafka.RestartNode(c.node)
+		c.node = (c.node + 1) % c.Kafka.Nodes()
 		if err != nil {
 			t.Fatalf("restarting Apache Kafka: %v", err)
 		}
