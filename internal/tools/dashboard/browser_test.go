@@ -45,6 +45,9 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium leaves its singleton socket directories in $TMPDIR:
+		// the test's own, removed after it.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1440, 1000),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
