@@ -115,6 +115,23 @@ func (w *Worker) dispatch(limit int) int {
 	return n
 }
 
+// forget drops what the queue and the unit of work hold of tp: its
+// partition was replaced, and the client rewound to its committed offset.
+func (a *pollAhead) forget(tp topicPartition) {
+	delete(a.next, tp)
+	if m := a.behind[tp.topic]; m != nil {
+		delete(m, tp.partition)
+	}
+	kept := a.queue[:0]
+	for _, q := range a.queue {
+		if q.tp != tp {
+			kept = append(kept, q)
+		}
+	}
+	clear(a.queue[len(kept):])
+	a.queue = kept
+}
+
 // queuedFirst returns the first queued record's offset of each partition
 // with queued records, nil when none.
 func (a *pollAhead) queuedFirst() map[string]map[int32]kgo.EpochOffset {

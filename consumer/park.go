@@ -245,6 +245,14 @@ func (w *Worker) restartParked(src string, st stats.LedgerState) {
 		return
 	}
 	w.stopPartitions([]*partition{old})
+	// Records dispatched to the parked partition since the last commit
+	// were held, not processed, and kgo has polled past them: without its
+	// hold the unit would commit the offset after them. The partition
+	// starts again from its hold, the committed offset.
+	if old.parkAt >= 0 {
+		w.ahead.forget(tp)
+		w.sess.client().SetOffsets(map[string]map[int32]kgo.EpochOffset{tp.topic: {tp.partition: {Epoch: old.parkEpoch, Offset: old.parkAt}}})
+	}
 	load := &ledgerLoad{done: make(chan struct{}), states: map[string]stats.LedgerState{src: st},
 		parts: w.partitionCounts(w.prodCtx, w.sess.client(), []string{old.topic})}
 	close(load.done)
