@@ -143,7 +143,6 @@ func (w *Worker) release(m map[string][]int32) (gone []*partition, left int) {
 				gone = append(gone, p)
 				delete(w.parts, tp)
 			}
-			delete(w.lastCommitted, tp)
 		}
 	}
 	return gone, len(w.parts)
@@ -214,7 +213,6 @@ func (w *Worker) closeAll() {
 		ps = append(ps, p)
 		delete(w.parts, tp)
 	}
-	clear(w.lastCommitted)
 	w.mu.Unlock()
 	w.stopPartitions(ps)
 	w.unpark(nil, ps)

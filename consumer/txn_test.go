@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,43 +166,5 @@ func (*heartbeatLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
 func (l *heartbeatLog) Log(_ kgo.LogLevel, msg string, _ ...any) {
 	if msg == "heartbeat errored" {
 		l.stopped.Store(true)
-	}
-}
-
-// A sync whose unit polled nothing new (heartbeats while the partitions are
-// idle or paused) commits no offset of its own. kgo then takes the broker
-// for one without KIP-447 and holds its session lock 500 ms after End, which
-// End itself waits for: the poll loop stood still half a second every sync
-// interval. The unit commits a committed offset again instead, so that
-// kgo's End takes its KIP-447 path.
-func TestIdleSyncEndsWithoutTheOldBrokerPause(t *testing.T) {
-	env := newTestEnv(t)
-	recs, _ := eventRecords(0, 200)
-	env.produce(recs)
-	log := &txnEndLog{}
-	w := env.startWorker(t, "w1", ClientOpts(kgo.WithLogger(log)))
-	waitReady(t, w.w)
-	env.waitCommitted("events")
-	ends, pauses := log.ends.Load(), log.pauses.Load()
-	// Idle from here: every commit is a sync's (every 200 ms).
-	testwait.Eventually(t, "five idle syncs", func() bool { return log.ends.Load() >= ends+5 })
-	if n := log.pauses.Load() - pauses; n > 0 {
-		t.Errorf("%d of %d idle syncs took kgo's pre-KIP-447 path (a 500 ms pause each)", n, log.ends.Load()-ends)
-	}
-	w.stop(t)
-}
-
-// txnEndLog counts the transactions kgo ends with a commit and the times
-// it pauses after one for a broker without KIP-447.
-type txnEndLog struct{ ends, pauses atomic.Int64 }
-
-func (*txnEndLog) Level() kgo.LogLevel { return kgo.LogLevelDebug }
-
-func (l *txnEndLog) Log(_ kgo.LogLevel, msg string, _ ...any) {
-	switch {
-	case msg == "end transaction response successfully received":
-		l.ends.Add(1)
-	case strings.HasPrefix(msg, "sleeping 500ms before allowing a rebalance"):
-		l.pauses.Add(1)
 	}
 }
