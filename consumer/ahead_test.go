@@ -86,6 +86,29 @@ func TestPollAheadCommitOffsets(t *testing.T) {
 	}
 }
 
+// TestPollAheadForget checks that a partition replaced in the middle of a
+// unit of work (a parked partition restarted: its held records were not
+// processed) leaves the unit: the offsets committed no longer name it, its
+// queued records go, and the other partitions keep theirs.
+func TestPollAheadForget(t *testing.T) {
+	a, b := topicPartition{"in", 0}, topicPartition{"in", 1}
+	var p pollAhead
+	p.next = map[topicPartition]kgo.EpochOffset{a: eo(349), b: eo(12)}
+	p.queue = []queued{{tp: a, recs: recs(349, 360)}, {tp: b, recs: recs(12, 14)}, {tp: a, recs: recs(360, 362)}}
+	p.behind = map[string]map[int32]kgo.EpochOffset{"in": {0: eo(300), 1: eo(10)}}
+	p.forget(a)
+	want := map[string]map[int32]kgo.EpochOffset{"in": {1: eo(12)}}
+	if got := p.commitOffsets(nil); !reflect.DeepEqual(got, want) {
+		t.Fatalf("commit offsets after forget %v, want %v", got, want)
+	}
+	if len(p.queue) != 1 || p.queue[0].tp != b {
+		t.Fatalf("queue after forget %+v, want b's records only", p.queue)
+	}
+	if _, ok := p.behind["in"][0]; ok {
+		t.Fatalf("behind after forget %v: the forgotten partition is rewound already", p.behind)
+	}
+}
+
 // TestPollAheadEnded checks the queue after a unit of work: committed,
 // the queued partitions are remembered as behind kgo and the held ones'
 // records dropped; aborted, the queue goes and the partitions behind at
