@@ -143,6 +143,7 @@ func (w *Worker) release(m map[string][]int32) (gone []*partition, left int) {
 				gone = append(gone, p)
 				delete(w.parts, tp)
 			}
+			delete(w.lastCommitted, tp)
 		}
 	}
 	return gone, len(w.parts)
@@ -213,6 +214,7 @@ func (w *Worker) closeAll() {
 		ps = append(ps, p)
 		delete(w.parts, tp)
 	}
+	clear(w.lastCommitted)
 	w.mu.Unlock()
 	w.stopPartitions(ps)
 	w.unpark(nil, ps)

@@ -234,7 +234,14 @@ func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
 	}
 	ok := w.produceErrs.Load() == 0
 	t1 := w.cfg.now()
-	committed, err = w.sess.end(ctx, ok, w.ahead.commitOffsets(u.held))
+	offsets := w.ahead.commitOffsets(u.held)
+	if offsets == nil && w.cfg.delivery == ExactlyOnce && w.shortestDelay.Load() > 0 {
+		offsets = w.sameOffset()
+	}
+	committed, err = w.sess.end(ctx, ok, offsets)
+	if committed && err == nil {
+		w.noteCommitted(offsets)
+	}
 	w.m.commitSeconds.WithLabelValues("end").Observe(w.cfg.now().Sub(t1).Seconds())
 	if !ok {
 		perr := w.produceErr.Load()
@@ -248,6 +255,46 @@ func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
 		}
 	}
 	return committed, err
+}
+
+// sameOffset returns, for a transaction that commits no offset (nothing
+// polled since the last commit: a sync's heartbeats while the partitions
+// wait for a delay budget's next period, or have just resumed), an owned
+// partition's last committed
+// offset, to commit again: a no-op for the group. kgo learns that the
+// broker has KIP-447 from the TxnOffsetCommit response only; without one
+// it takes the broker for an old one and holds its session's lock 500 ms
+// after End, which End itself then waits for: the poll loop stands still
+// half a second, and the partitions resume that late into their period
+// (docs/kafka-notes.md). Only when delay budgets are configured: with
+// every worker's idle syncs doing it, the pacing after a broker restart
+// delivered less (docs/results.md, Delay budgets). The offset is one a unit of work
+// named and committed (kgo's own belief of what is committed runs ahead of
+// it while polled records are queued). nil when none is known.
+func (w *Worker) sameOffset() map[string]map[int32]kgo.EpochOffset {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for tp, eo := range w.lastCommitted {
+		if w.parts[tp] == nil {
+			continue
+		}
+		return map[string]map[int32]kgo.EpochOffset{tp.topic: {tp.partition: eo}}
+	}
+	return nil
+}
+
+// noteCommitted keeps the offsets a committed unit of work named.
+func (w *Worker) noteCommitted(offsets map[string]map[int32]kgo.EpochOffset) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lastCommitted == nil {
+		w.lastCommitted = map[topicPartition]kgo.EpochOffset{}
+	}
+	for t, m := range offsets {
+		for id, eo := range m {
+			w.lastCommitted[topicPartition{t, id}] = eo
+		}
+	}
 }
 
 // settle makes what the unit wrote the committed state of its partitions

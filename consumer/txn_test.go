@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,5 +167,53 @@ func (*heartbeatLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
 func (l *heartbeatLog) Log(_ kgo.LogLevel, msg string, _ ...any) {
 	if msg == "heartbeat errored" {
 		l.stopped.Store(true)
+	}
+}
+
+// A sync whose unit polled nothing new while the partitions wait for a
+// delay budget's next period commits no offset of its own. kgo then takes
+// the broker for one without KIP-447 and holds its session lock 500 ms
+// after End, which End itself waits for: the partitions resumed up to
+// 500 ms into their period. Such a unit commits a committed offset again,
+// so that kgo's End takes its KIP-447 path.
+func TestDelayedSyncEndsWithoutTheOldBrokerPause(t *testing.T) {
+	env := newTestEnv(t)
+	log := &txnEndLog{}
+	w := env.startDelayWorker(t, "w1", ClientOpts(kgo.WithLogger(log)))
+	waitReady(t, w.w)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := env.follow(ctx, t, "out")
+	var recs []*kgo.Record
+	for i := range 2400 { // twelve periods' worth: the partitions wait for the next period most of the time
+		recs = append(recs, &kgo.Record{Topic: "events", Key: []byte(fmt.Sprintf("u%d", i%97)),
+			Value: []byte(fmt.Sprintf(`{"id":%d,"budget":"d","user":"u%d"}`, i, i%97))})
+	}
+	env.produce(recs)
+	testwait.Eventually(t, "the first period's records out", func() bool {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return len(out.at) >= delayTarget
+	})
+	ends, pauses := log.ends.Load(), log.pauses.Load()
+	testwait.Eventually(t, "ten more transactions", func() bool { return log.ends.Load() >= ends+10 })
+	if n := log.pauses.Load() - pauses; n > 0 {
+		t.Errorf("%d of %d transactions took kgo's pre-KIP-447 path (a 500 ms pause each)", n, log.ends.Load()-ends)
+	}
+	w.stop(t)
+}
+
+// txnEndLog counts the transactions kgo ends with a commit and the times
+// it pauses after one for a broker without KIP-447.
+type txnEndLog struct{ ends, pauses atomic.Int64 }
+
+func (*txnEndLog) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (l *txnEndLog) Log(_ kgo.LogLevel, msg string, _ ...any) {
+	switch {
+	case msg == "end transaction response successfully received":
+		l.ends.Add(1)
+	case strings.HasPrefix(msg, "sleeping 500ms before allowing a rebalance"):
+		l.pauses.Add(1)
 	}
 }

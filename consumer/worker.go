@@ -78,8 +78,12 @@ type Worker struct {
 	delay delayState // partitions paused by delay budgets
 	parks parkState  // partitions parked: their ledgers cannot be restored (park.go)
 
-	mu    sync.Mutex // guards parts
+	mu    sync.Mutex // guards parts and lastCommitted
 	parts map[topicPartition]*partition
+	// lastCommitted is, by owned partition, the offset the last committed
+	// unit of work that named it committed (sameOffset); a partition that
+	// leaves the worker leaves it.
+	lastCommitted map[topicPartition]kgo.EpochOffset
 
 	// inputPartitions is the partition count of the input topics, for
 	// the tree's share; refreshed when an assignment does not fit it.
