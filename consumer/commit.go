@@ -235,11 +235,12 @@ func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
 	ok := w.produceErrs.Load() == 0
 	t1 := w.cfg.now()
 	offsets := w.ahead.commitOffsets(u.held)
-	if offsets == nil && w.cfg.delivery == ExactlyOnce && w.shortestDelay.Load() > 0 {
+	recommit := w.cfg.delivery == ExactlyOnce && w.shortestDelay.Load() > 0
+	if offsets == nil && recommit {
 		offsets = w.sameOffset()
 	}
 	committed, err = w.sess.end(ctx, ok, offsets)
-	if committed && err == nil {
+	if committed && err == nil && recommit {
 		w.noteCommitted(offsets)
 	}
 	w.m.commitSeconds.WithLabelValues("end").Observe(w.cfg.now().Sub(t1).Seconds())
@@ -260,17 +261,17 @@ func (w *Worker) end(ctx context.Context, u *unit) (committed bool, err error) {
 // sameOffset returns, for a transaction that commits no offset (nothing
 // polled since the last commit: a sync's heartbeats while the partitions
 // wait for a delay budget's next period, or have just resumed), an owned
-// partition's last committed
-// offset, to commit again: a no-op for the group. kgo learns that the
-// broker has KIP-447 from the TxnOffsetCommit response only; without one
-// it takes the broker for an old one and holds its session's lock 500 ms
-// after End, which End itself then waits for: the poll loop stands still
-// half a second, and the partitions resume that late into their period
-// (docs/kafka-notes.md). Only when delay budgets are configured: with
-// every worker's idle syncs doing it, the pacing after a broker restart
-// delivered less (docs/results.md, Delay budgets). The offset is one a unit of work
-// named and committed (kgo's own belief of what is committed runs ahead of
-// it while polled records are queued). nil when none is known.
+// partition's last committed offset, to commit again: a no-op for the
+// group. kgo learns that the broker has KIP-447 from the TxnOffsetCommit
+// response only; without one it takes the broker for an old one and holds
+// its session's lock 500 ms after End, which End itself then waits for:
+// the poll loop stands still half a second, and the partitions resume that
+// late into their period (docs/kafka-notes.md). Only when delay budgets
+// are configured (exactly-once): with every worker's idle syncs doing it,
+// the pacing after a broker restart delivered less (docs/results.md, Delay
+// budgets). The offset is one a unit of work named and committed, kept by
+// noteCommitted (kgo's own belief of what is committed runs ahead of it
+// while polled records are queued). nil when none is known.
 func (w *Worker) sameOffset() map[string]map[int32]kgo.EpochOffset {
 	w.mu.Lock()
 	defer w.mu.Unlock()
