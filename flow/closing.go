@@ -132,20 +132,38 @@ const steadyRatio = 3
 // at their fraction, and passes its part instead.
 func (c *Controller) settled(t int64, rate float64) bool {
 	sync := int64(c.cfg.sync)
+	// A source counts for a second only if it reported within two sync
+	// intervals before its end: over a gap in its reports (an outage of
+	// the broker, during which no worker publishes) its rate would read
+	// as its average since its start, which hides the stall.
 	lo, hi := rate, rate
 	for k := int64(0); k < 2*rateMemory; k++ {
 		at, r := c.partsFrom-k*sync, 0.0
 		for _, l := range c.laneList {
-			r += l.view.rateAt(at, sync)
+			r += l.view.rateWithin(at, sync, 2*sync)
 		}
 		for _, p := range c.peerList {
 			if t-p.at <= c.stale() {
-				r += p.smooth.rateAt(at, sync)
+				r += p.smooth.rateWithin(at, sync, 2*sync)
 			}
 		}
 		lo, hi = min(lo, r), max(hi, r)
 	}
 	return lo > 0 && hi < steadyRatio*lo
+}
+
+// rateWithin is rateAt(at, span), or 0 when no report was made within gap
+// before at (the source was not heard from then, or had not begun).
+func (w *smoothed) rateWithin(at, span, gap int64) float64 {
+	for i := w.n - 1; i >= 0; i-- {
+		if w.marks[i].at <= at {
+			if at-w.marks[i].at > gap {
+				return 0
+			}
+			return w.rateAt(at, span)
+		}
+	}
+	return 0
 }
 
 // rateOf is a source's offered rate over the rateMemory sync intervals up

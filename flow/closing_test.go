@@ -133,3 +133,31 @@ func TestClosingStretchEndsOnTarget(t *testing.T) {
 	}
 	t.Logf("worst final error %.3f%%", 100*worst)
 }
+
+// The closing stretch begins only on traffic known to have held steady: a
+// source not heard from within two sync intervals before a second (no
+// worker publishes during a broker outage) counts for nothing in it, not
+// for its average since its start, which would hide the stall.
+func TestSmoothedRateWithin(t *testing.T) {
+	var w smoothed
+	// 100 events a second, stalled from 4 s to 8 s, when it published
+	// nothing either
+	for _, r := range [][2]int{{1, 100}, {2, 200}, {3, 300}, {4, 400}, {8, 400}, {9, 500}, {10, 600}} {
+		w.add(&Report{Source: "p", At: at(time.Duration(r[0]) * time.Second), Since: t0, Total: Counters{Offered: uint64(r[1])}})
+	}
+	sec, gap := int64(time.Second), int64(2*time.Second)
+	for _, tc := range []struct {
+		at   time.Duration
+		want float64
+	}{
+		{3 * time.Second, 100},
+		{5 * time.Second, 100}, // the report at 4 s is recent enough
+		{7 * time.Second, 0},   // not heard from since 4 s: not its average since its start, 100
+		{9500 * time.Millisecond, 100},
+		{500 * time.Millisecond, 0}, // before its first report
+	} {
+		if got := w.rateWithin(at(tc.at).UnixNano(), sec, gap); got != tc.want {
+			t.Errorf("second ending at %v: %.1f, want %.1f (rateAt: %.1f)", tc.at, got, tc.want, w.rateAt(at(tc.at).UnixNano(), sec))
+		}
+	}
+}

@@ -118,6 +118,18 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 	if from < t {
 		e.ownRate = (c.hist.at(t).off - c.hist.at(from).off) / (float64(t-from) / 1e9)
 	}
+	// A burst that ended (a backlog read) leaves the rate over the sync
+	// interval above the traffic that follows it for up to a sync
+	// interval: when that rate is a burst's (more than twice the smoothed
+	// one), the rate of the last two tune intervals stands for it once it
+	// fell short of it as a surge exceeds it. Steady traffic that arrives
+	// in batches keeps its rate over the sync interval.
+	if recent := max(t-2*int64(c.cfg.tune), c.hist.oldest()); recent < t && recent > from && e.ownRate > surgeMin*c.ownSmooth {
+		n, dt := c.hist.at(t).off-c.hist.at(recent).off, float64(t-recent)/1e9
+		if fell(n, dt, e.ownRate) {
+			e.ownRate = n / dt
+		}
+	}
 }
 
 // addPeers adds the peers' sources to e: reported, and extrapolated while
@@ -241,7 +253,9 @@ func (c *Controller) peerPasses(p *peer, from, t int64) float64 {
 // less for that time, and makes it up after. Growth short of surgeMin
 // times, or within three standard deviations of the count (Poisson), is
 // taken for noise, which would otherwise bias the peers' rates upwards
-// (the larger of two noisy estimates).
+// (the larger of two noisy estimates). The same holds the other way once
+// a burst ends (burstEnded): a report whose span held a burst of the own
+// traffic shows the backlog's rate, not the traffic that follows it.
 const surgeMin = 2
 
 // surged reports whether the own lanes' n events over dt seconds are a
@@ -249,6 +263,22 @@ const surgeMin = 2
 func surged(n, dt, ownThen float64) bool {
 	exp := ownThen * dt
 	return n > surgeMin*exp+3*math.Sqrt(exp)
+}
+
+// burstEnded reports whether peer p's rates were measured over a burst of
+// the own traffic (a backlog read), well above its smoothed rate.
+func (c *Controller) burstEnded(p *peer) bool {
+	return p.ratioKnown && !math.IsInf(p.ownThen, 0) && p.ownThen > surgeMin*c.ownSmooth
+}
+
+// fell reports whether the own lanes' n events over dt seconds fell
+// short of the rate ownThen as a surge exceeds it.
+func fell(n, dt, ownThen float64) bool {
+	if math.IsInf(ownThen, 0) {
+		return false
+	}
+	exp := ownThen * dt
+	return exp > surgeMin*n+3*math.Sqrt(exp)
 }
 
 // ratio is peer p's traffic to the own lanes': as last related, or, for
@@ -271,10 +301,13 @@ func (c *Controller) ratio(p *peer) (float64, bool) {
 func (c *Controller) peerRate(p *peer, ownRate float64) float64 {
 	sync := c.cfg.sync.Seconds()
 	r, ok := c.ratio(p)
-	if !ok || !surged(ownRate*sync, sync, p.ownThen) {
-		return p.offRate
+	switch {
+	case ok && surged(ownRate*sync, sync, p.ownThen):
+		return max(p.offRate, r*ownRate)
+	case c.burstEnded(p) && fell(ownRate*sync, sync, p.ownThen):
+		return min(p.offRate, r*ownRate)
 	}
-	return max(p.offRate, r*ownRate)
+	return p.offRate
 }
 
 // peerOffered estimates what peer p offered between from and t.
@@ -286,8 +319,15 @@ func (c *Controller) peerOffered(p *peer, from, t int64) float64 {
 	}
 	f0 := max(from, c.hist.oldest())
 	own := c.hist.at(t).off - c.hist.at(f0).off
-	if f0 >= t || !surged(own, float64(t-f0)/1e9, p.ownThen) {
+	if f0 >= t {
 		return n
 	}
-	return max(n, r*own)
+	dt := float64(t-f0) / 1e9
+	switch {
+	case surged(own, dt, p.ownThen):
+		return max(n, r*own)
+	case c.burstEnded(p) && fell(own, dt, p.ownThen):
+		return min(n, r*own)
+	}
+	return n
 }

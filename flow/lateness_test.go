@@ -43,6 +43,8 @@ type cluster struct {
 	passed []int
 	dead   []bool // a dead node neither publishes nor decides
 	events int    // per node per 100 ms step (default 10)
+	// straggle, when set, gives node i's events at now instead of events
+	straggle func(i int, now time.Duration) int
 }
 
 func newCluster(t *testing.T, b Budget, n int) *cluster {
@@ -71,7 +73,11 @@ func (c *cluster) run(x *slowExchange, from, to time.Duration) int {
 			} else {
 				tr.Tune(at(now))
 			}
-			k := offer(c.lanes[i], at(now), 100*time.Millisecond, c.events, 0)
+			events := c.events
+			if c.straggle != nil {
+				events = c.straggle(i, now)
+			}
+			k := offer(c.lanes[i], at(now), 100*time.Millisecond, events, 0)
 			c.passed[i] += k
 			total += k
 		}

@@ -155,8 +155,13 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 }
 
 // relateMin is how many events the own lanes must have offered over a
-// report's span for the ratio of the peer's traffic to the own to stand.
-const relateMin = 8
+// report's span for the ratio of the peer's traffic to the own to stand:
+// enough that the ratio is known within a fifth or so (a Poisson count's
+// error), and more than the stragglers a stall's first second brings
+// (with a handful of own events and none of a stalled peer's, the ratio
+// would read 0, and the peer would then be taken to stay idle through the
+// surge after the stall).
+const relateMin = 32
 
 // relate records the own lanes' offered rate over [from, at], the span of
 // peer p's rates, and the ratio of the peer's offered rate to it.

@@ -151,11 +151,18 @@ var stressRows = []stressRow{
 	}},
 	// The same after a restart long enough for the controllers to be
 	// dropped and made again: they have no ratios to their peers yet, and
-	// take each peer for an own lane of average traffic. Ended 12% over
-	// when they took the peers at their reported rates. The stall leaves
-	// 2.5 s to make up 7.5 s of passes: the budget cannot be met.
+	// take each peer for an own lane of average traffic (taking the peers
+	// at their reported rates, they end 12% over). The stall leaves 2.5 s
+	// to make up 7.5 s of passes from the backlog.
 	{file: "restart-late.yaml", bars: map[string]func(figures, float64) error{
-		"campaign": all(finalWithin(-0.10, 0.001)),
+		"campaign": all(finalWithin(-0.01, 0.001)),
+	}},
+	// A restart as the broker test meets it on a loaded machine: reports
+	// 2 s late, the backlog read 4.5 s before the end, with 30% of the
+	// target to make up; the peers' reports of the burst arrive after it.
+	{file: "restart-reports-late.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.015, 0.001)),
+		"scored":   all(finalWithin(-0.02, 0.001)),
 	}},
 	// Reward budgets whose definitions guess the conversion and delay
 	// within a factor of 1.5: judged once three delays have passed. They
