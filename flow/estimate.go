@@ -273,10 +273,8 @@ func (c *Controller) burstEnded(p *peer) bool {
 
 // fell reports whether the own lanes' n events over dt seconds fell
 // short of the rate ownThen as a surge exceeds it.
+// ownThen is finite: burstEnded checks it for a peer's.
 func fell(n, dt, ownThen float64) bool {
-	if math.IsInf(ownThen, 0) {
-		return false
-	}
 	exp := ownThen * dt
 	return exp > surgeMin*n+3*math.Sqrt(exp)
 }
@@ -299,15 +297,12 @@ func (c *Controller) ratio(p *peer) (float64, bool) {
 // peerRate is peer p's offered rate now, ownRate being the own lanes'
 // over the last sync interval.
 func (c *Controller) peerRate(p *peer, ownRate float64) float64 {
-	sync := c.cfg.sync.Seconds()
 	r, ok := c.ratio(p)
-	switch {
-	case ok && surged(ownRate*sync, sync, p.ownThen):
-		return max(p.offRate, r*ownRate)
-	case c.burstEnded(p) && fell(ownRate*sync, sync, p.ownThen):
-		return min(p.offRate, r*ownRate)
+	if !ok {
+		return p.offRate
 	}
-	return p.offRate
+	sync := c.cfg.sync.Seconds()
+	return c.followOwn(p, r, p.offRate, ownRate, ownRate*sync, sync)
 }
 
 // peerOffered estimates what peer p offered between from and t.
@@ -318,16 +313,24 @@ func (c *Controller) peerOffered(p *peer, from, t int64) float64 {
 		return n
 	}
 	f0 := max(from, c.hist.oldest())
-	own := c.hist.at(t).off - c.hist.at(f0).off
 	if f0 >= t {
 		return n
 	}
-	dt := float64(t-f0) / 1e9
+	own := c.hist.at(t).off - c.hist.at(f0).off
+	return c.followOwn(p, r, n, own, own, float64(t-f0)/1e9)
+}
+
+// followOwn is peer p's reported traffic n taken as the own traffic went
+// since the span of its rates (r: its ratio to the own traffic): at least
+// r·ownN after a surge of the own lanes, at most that once a burst of
+// theirs that the span held has ended, n otherwise. ownN is the own
+// traffic in n's units, count the own lanes' events over dt seconds.
+func (c *Controller) followOwn(p *peer, r, n, ownN, count, dt float64) float64 {
 	switch {
-	case surged(own, dt, p.ownThen):
-		return max(n, r*own)
-	case c.burstEnded(p) && fell(own, dt, p.ownThen):
-		return min(n, r*own)
+	case surged(count, dt, p.ownThen):
+		return max(n, r*ownN)
+	case c.burstEnded(p) && fell(count, dt, p.ownThen):
+		return min(n, r*ownN)
 	}
 	return n
 }
