@@ -80,9 +80,7 @@ func TestApplyBudgets(t *testing.T) {
 		return !b && c
 	})
 	testwait.Eventually(t, "the definitions in the stats view", func() bool {
-		a, okA := w.w.view.BudgetDef("a")
-		_, okB := w.w.view.BudgetDef("b")
-		_, okC := w.w.view.BudgetDef("c")
-		return okA && a.Budget.Target == 7777 && !okB && okC
+		a, _ := w.w.tree.Budget("a")
+		return a.Target == 7777 && w.w.view.ShowsBudget(a) && !w.w.view.HasBudgetDef("b") && w.w.view.HasBudgetDef("c")
 	})
 }

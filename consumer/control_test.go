@@ -106,12 +106,8 @@ func TestControlTopic(t *testing.T) {
 	// Its new definition reaches the stats topic (what throttler status
 	// reads) at the next sync.
 	applied("a's new definition in the stats view (timed from the trees' change)", time.Now(), func(w *Worker) bool {
-		for _, d := range w.view.BudgetDefs() {
-			if d.Budget.Name == "a" && d.Budget.Target == 7777 {
-				return true
-			}
-		}
-		return false
+		b, _ := w.tree.Budget("a")
+		return b.Target == 7777 && w.view.ShowsBudget(b)
 	})
 
 	// Events naming c are decided (none is a dead letter) on both workers.

@@ -127,7 +127,7 @@ func (w *Worker) definitionRecords(now time.Time) defsTaken {
 	}
 	for _, name := range t.gone {
 		_, back := w.tree.Budget(name)
-		if _, shown := w.view.BudgetDef(name); shown && !back {
+		if w.view.HasBudgetDef(name) && !back {
 			if key, err := stats.BudgetKey(name); err == nil {
 				w.produce(w.pub.TombstoneKey(key))
 			}

@@ -138,8 +138,10 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 	}
 	// The view's fetches wait for a quarter of the worker's FetchMinBytes,
 	// or a commit interval: its reports are read once per sync interval.
+	// It keeps digests of the budgets' definitions, not the definitions:
+	// the worker only asks whether its own are published.
 	viewTuning := []kgo.Opt{kgo.FetchMinBytes(FetchMinBytes / 4), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval))}
-	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, viewTuning, w.cfg.statsClientOpts))
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, viewTuning, w.cfg.statsClientOpts), stats.DigestDefinitions())
 	if err != nil {
 		return stop, fmt.Errorf("stats view: %w", err)
 	}

@@ -1,17 +1,58 @@
 package stats
 
 import (
+	"bytes"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/throttler/throttler/flow"
 )
 
 // definitions holds what a View keeps of the records of kinds 2, 4 and 6,
-// under the View's mutex.
+// under the View's mutex. A budget's definition is kept whole (budgets)
+// or, with DigestDefinitions, as the digest of its content (digests).
 type definitions struct {
 	budgets     map[string]BudgetDef
+	digests     map[string]uint64
+	digestOnly  bool
+	seed        maphash.Seed
 	experiments map[expID]ExperimentDef
 	workers     map[string]WorkerStatus // by worker
+}
+
+// content is the encoding of a budget's definition without who published
+// it and when: what two definitions of a budget are compared by.
+func content(b flow.Budget) ([]byte, error) {
+	_, v, err := EncodeBudgetDef(BudgetDef{Budget: b})
+	return v, err
+}
+
+// digest returns the digest of b's content; ok is false when b cannot be
+// encoded.
+func (d *definitions) digest(b flow.Budget) (h uint64, ok bool) {
+	v, err := content(b)
+	if err != nil {
+		return 0, false
+	}
+	return maphash.Bytes(d.seed, v), true
+}
+
+// shows reports whether b's definition is held as it is.
+func (d *definitions) shows(b flow.Budget) bool {
+	if d.digestOnly {
+		h, okB := d.digest(b)
+		cur, ok := d.digests[b.Name]
+		return ok && okB && cur == h
+	}
+	cur, ok := d.budgets[b.Name]
+	if !ok {
+		return false
+	}
+	mine, err1 := content(b)
+	theirs, err2 := content(cur.Budget)
+	return err1 == nil && err2 == nil && bytes.Equal(mine, theirs)
 }
 
 type expID struct{ layer, experiment string }
@@ -19,15 +60,25 @@ type expID struct{ layer, experiment string }
 func (d *definitions) apply(r *Record) {
 	if d.budgets == nil {
 		d.budgets = map[string]BudgetDef{}
+		d.digests = map[string]uint64{}
 		d.experiments = map[expID]ExperimentDef{}
 		d.workers = map[string]WorkerStatus{}
 	}
 	switch r.Kind {
 	case KindBudget:
-		if r.Deleted {
-			delete(d.budgets, r.Budget.Budget.Name)
-		} else {
-			d.budgets[r.Budget.Budget.Name] = r.Budget
+		name := r.Budget.Budget.Name
+		switch {
+		case r.Deleted:
+			delete(d.budgets, name)
+			delete(d.digests, name)
+		case d.digestOnly:
+			if h, ok := d.digest(r.Budget.Budget); ok {
+				d.digests[name] = h
+			} else {
+				delete(d.digests, name)
+			}
+		default:
+			d.budgets[name] = r.Budget
 		}
 	case KindExperiment:
 		id := expID{r.Experiment.Layer, r.Experiment.Experiment}
@@ -46,7 +97,7 @@ func (d *definitions) apply(r *Record) {
 }
 
 // BudgetDefs returns the newest published definition of every budget,
-// sorted by name.
+// sorted by name; with DigestDefinitions, none.
 func (v *View) BudgetDefs() []BudgetDef {
 	v.mu.RLock()
 	out := values(v.defs.budgets)
@@ -106,7 +157,27 @@ func (v *View) VariantSources(layer, experiment string) []VariantCounts {
 	return out
 }
 
-// BudgetDef returns the newest published definition of budget.
+// HasBudgetDef reports whether a definition of budget is published (and
+// not deleted since).
+func (v *View) HasBudgetDef(budget string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	_, whole := v.defs.budgets[budget]
+	_, digest := v.defs.digests[budget]
+	return whole || digest
+}
+
+// ShowsBudget reports whether the newest published definition of b's
+// budget has b's content (whoever published it and when are not
+// compared); it implements DefinitionSource.
+func (v *View) ShowsBudget(b flow.Budget) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.defs.shows(b)
+}
+
+// BudgetDef returns the newest published definition of budget; with
+// DigestDefinitions, none.
 func (v *View) BudgetDef(budget string) (BudgetDef, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()

@@ -12,7 +12,9 @@ import (
 // DefinitionSource is what DefinitionRecords compares with: a View
 // satisfies it.
 type DefinitionSource interface {
-	BudgetDef(budget string) (BudgetDef, bool)
+	// ShowsBudget reports whether the budget's published definition has
+	// b's content.
+	ShowsBudget(b flow.Budget) bool
 	ExperimentDef(layer, experiment string) (ExperimentDef, bool)
 }
 
@@ -34,14 +36,11 @@ type DefinitionSource interface {
 func (p *Publisher) DefinitionRecords(src DefinitionSource, budgets []flow.Budget, experiments []ExperimentDef, origin string, at time.Time) ([]*kgo.Record, error) {
 	var out []*kgo.Record
 	for _, b := range budgets {
-		_, mine, err := EncodeBudgetDef(BudgetDef{Budget: b})
-		if err != nil {
+		if _, err := content(b); err != nil {
 			return nil, err
 		}
-		if cur, ok := src.BudgetDef(b.Name); ok {
-			if _, theirs, err := EncodeBudgetDef(BudgetDef{Budget: cur.Budget}); err == nil && bytes.Equal(mine, theirs) {
-				continue
-			}
+		if src.ShowsBudget(b) {
+			continue
 		}
 		rec, err := p.BudgetRecord(BudgetDef{Budget: b, At: at, Origin: origin})
 		if err != nil {

@@ -8,11 +8,21 @@ import (
 )
 
 // TestDefinitionRecords publishes definitions through a View: only what
-// the View does not show identically is returned, whoever published it.
+// the View does not show identically is returned, whoever published it;
+// the same with a View that keeps digests of the budgets' definitions.
 func TestDefinitionRecords(t *testing.T) {
+	t.Run("whole", func(t *testing.T) { testDefinitionRecords(t, false) })
+	t.Run("digests", func(t *testing.T) { testDefinitionRecords(t, true) })
+}
+
+func testDefinitionRecords(t *testing.T, digests bool) {
 	_, conn := newCluster(t)
 	ensure(t, conn, StatsTopic("stats", 3))
-	v := newView(t, conn, "stats")
+	var opts []ViewOpt
+	if digests {
+		opts = append(opts, DigestDefinitions())
+	}
+	v := newView(t, conn, "stats", opts...)
 	pub, _ := NewPublisher("stats")
 	cl := newClient(t, conn)
 	budgets := []flow.Budget{
@@ -34,7 +44,10 @@ func TestDefinitionRecords(t *testing.T) {
 		}
 		waitFor(t, "the definitions", func() bool {
 			for _, b := range budgets {
-				if d, ok := v.BudgetDef(b.Name); !ok || d.Budget.Target != b.Target {
+				if !v.ShowsBudget(b) || !v.HasBudgetDef(b.Name) {
+					return false
+				}
+				if d, ok := v.BudgetDef(b.Name); ok == digests || (ok && d.Budget.Target != b.Target) {
 					return false
 				}
 			}
@@ -48,8 +61,21 @@ func TestDefinitionRecords(t *testing.T) {
 	publish("worker-2", 1)
 	exps[0].Variants[0].Weight = 3
 	publish("worker-1", 1)
-	if d, _ := v.BudgetDef("campaign/x"); d.Origin != "worker-2" || !d.At.Equal(t0) {
+	if d, _ := v.BudgetDef("campaign/x"); !digests && (d.Origin != "worker-2" || !d.At.Equal(t0)) {
 		t.Fatalf("published definition %+v", d)
+	}
+	// A deleted definition is shown no more.
+	key, err := BudgetKey("campaign/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, cl, pub.TombstoneKey(key))
+	waitFor(t, "the tombstone", func() bool { return !v.HasBudgetDef("campaign/x") })
+	if v.ShowsBudget(budgets[1]) || !v.ShowsBudget(budgets[0]) {
+		t.Fatal("the deleted definition is still shown, or the other is not")
+	}
+	if recs, err := pub.DefinitionRecords(v, budgets, nil, "worker-1", t0); err != nil || len(recs) != 1 {
+		t.Fatalf("after the deletion: %d records (%v), want 1", len(recs), err)
 	}
 	if _, err := pub.DefinitionRecords(v, []flow.Budget{{}}, nil, "w", t0); !errors.Is(err, ErrInvalidReport) {
 		t.Fatalf("empty budget name: %v", err)

@@ -121,7 +121,10 @@
 //     chunks every k x S_s of deltas, plus P_idle/h heartbeats.
 //   - Worker memory: the View, about 190 B per non-zero pair (N), plus
 //     the writers, about 180-270 B per non-zero pair of the owned sources,
-//     plus the definitions (kind 2 and 4) the View holds, per budget.
+//     plus, per budget, the digest of its definition (a worker's View,
+//     DigestDefinitions: about 90 B with its name, against about 310 B
+//     for the whole definition a status page's View holds; go test
+//     ./stats -bench DefinitionMemory).
 //   - Catch-up of a starting worker: the live keys of the topic, at most
 //     about (1 + 2k) x S_s per source (one snapshot, the current chain,
 //     the rest of the previous one) plus the definitions; folded at about

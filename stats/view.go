@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"sync"
@@ -120,6 +121,7 @@ func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Vi
 		caught:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	v.defs.digestOnly, v.defs.seed = c.digests, maphash.MakeSeed()
 	starts, ends, err := listOffsets(ctx, v.adm, topic)
 	if err != nil {
 		cl.Close()
