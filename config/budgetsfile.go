@@ -37,6 +37,12 @@ var budgetKeys = []string{"name", "target", "begin", "end", "reserve", "period",
 // field ("" for the line as a whole). An error reading r is a problem of
 // its own. It costs O(bytes), one small map per line.
 func ReadBudgets(r io.Reader, file string) (budgets []Budget, lines []int, ps Problems) {
+	return readBudgets(nil, nil, r, file)
+}
+
+// readBudgets is ReadBudgets appending to budgets and lines.
+func readBudgets(budgets []Budget, lines []int, r io.Reader, file string) ([]Budget, []int, Problems) {
+	var ps Problems
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxBudgetLine)
 	n := 0
@@ -182,9 +188,43 @@ func (c *Config) readBudgetsFile(dir string) Problems {
 		return Problems{{Path: "budgets_file", Reason: path + " is not a regular file", Line: c.lines["budgets_file"]}}
 	}
 	// The lines that decode are kept (and validated), those that do not
-	// are the problems.
-	bs, lines, ps := ReadBudgets(f, c.BudgetsFile)
-	c.file = &fileBudgets{path: c.BudgetsFile, first: len(c.Budgets), lines: lines}
-	c.Budgets = append(c.Budgets, bs...)
+	// are the problems. The budgets are read into a slice of the file's
+	// line count: a million budgets are then held once while they are
+	// read, not in the copies a growing slice leaves behind.
+	n, err := countLines(f)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return Problems{{Path: "budgets_file", Reason: "cannot read: " + err.Error(), Line: c.lines["budgets_file"]}}
+	}
+	first := len(c.Budgets)
+	bs := append(make([]Budget, 0, first+n), c.Budgets...)
+	bs, lines, ps := readBudgets(bs, make([]int, 0, n), f, c.BudgetsFile)
+	c.file = &fileBudgets{path: c.BudgetsFile, first: first, lines: lines}
+	c.Budgets = bs
 	return ps
+}
+
+// countLines counts the lines of r (a last line without a newline
+// included).
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 64<<10)
+	n, last := 0, byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
