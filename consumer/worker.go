@@ -336,6 +336,13 @@ func (w *Worker) Topics() Topics { return w.cfg.topics }
 // O(budgets) under the tree's lock: for a start, not a periodic path.
 func (w *Worker) Budgets() []flow.Budget { return w.tree.Budgets() }
 
+// Budget returns the budget of that name in the worker's flow tree, if
+// any.
+func (w *Worker) Budget(name string) (flow.Budget, bool) { return w.tree.Budget(name) }
+
+// BudgetCount returns the number of budgets of the worker's flow tree.
+func (w *Worker) BudgetCount() int { return w.tree.Len() }
+
 // Registerer returns the registry of the worker's metrics, for what runs
 // beside it (OnStart).
 func (w *Worker) Registerer() prometheus.Registerer { return w.reg }

@@ -108,7 +108,7 @@ func names(bs []flow.Budget) string {
 
 func TestState(t *testing.T) {
 	base := []flow.Budget{{Name: "b", Target: 10, Period: time.Minute}, {Name: "a", Target: 10, Period: time.Minute}}
-	s := NewState(base)
+	s := newState(base)
 	// A child before its parent waits, then applies with the parent.
 	acc, wait := s.apply(set("child", 5, "new"), try)
 	if len(acc) != 0 || wait["child"] == nil || names(s.budgets()) != "b,a" {

@@ -12,7 +12,7 @@ import (
 // Precisely: for each budget name, the newest accepted record wins. A
 // definition replaces the base budget of that name or adds one; a deletion
 // removes the budget; a reset (tombstone) removes the record, so the base
-// holds again. Base budgets keep their order; added ones follow, by name.
+// holds again.
 //
 // Records are taken in batches (ApplyBatch): a batch is accepted only if
 // the whole resulting set is valid, as the caller's try function judges
@@ -26,23 +26,50 @@ import (
 //
 // Cost: ApplyBatch costs O(records) plus the calls of try (one for a batch
 // that is accepted whole; O(k log n) for k records at fault among n), and
-// a Batch's Changes are O(its records); nothing is O(budgets).
+// a Batch's Changes are O(its records); nothing is O(budgets). Nor is
+// its memory: it holds the base definitions of the names records were
+// tried for, not the base.
 //
 // Not safe for concurrent use.
 type State struct {
-	base     []flow.Budget
-	baseAt   map[string]int // name -> index in base
+	base     func(name string) (flow.Budget, bool)
+	saved    map[string]baseDef // the base of each name a record was tried for
 	accepted map[string]Record
 	waiting  []Record // in arrival order, one per name
 }
 
-// NewState returns the state of base budgets with no control record.
-func NewState(base []flow.Budget) *State {
-	s := &State{base: slices.Clone(base), baseAt: make(map[string]int, len(base)), accepted: map[string]Record{}}
-	for i, b := range s.base {
-		s.baseAt[b.Name] = i
+// baseDef is a name's base definition, or none (ok false).
+type baseDef struct {
+	b  flow.Budget
+	ok bool
+}
+
+// NewState returns the state of the base budgets with no control record.
+// base looks a budget up in the set the accepted records change (the
+// worker's flow tree, Tree.Budget): for a name no record was accepted for,
+// that set holds the base. State saves a name's base definition before it
+// first tries a record of that name, so that a reset restores it.
+func NewState(base func(name string) (flow.Budget, bool)) *State {
+	return &State{base: base, saved: map[string]baseDef{}, accepted: map[string]Record{}}
+}
+
+// baseOf returns the base definition of name.
+func (s *State) baseOf(name string) (flow.Budget, bool) {
+	if d, ok := s.saved[name]; ok {
+		return d.b, d.ok
 	}
-	return s
+	return s.base(name)
+}
+
+// save records the base definitions of rs' names not saved yet, before
+// records of them can be accepted.
+func (s *State) save(rs []Record) {
+	for _, r := range rs {
+		if _, ok := s.saved[r.Name]; !ok {
+			b, ok := s.base(r.Name)
+			s.saved[r.Name] = baseDef{b, ok}
+		}
+	}
 }
 
 // Budget returns the budget of that name in force, if any, in O(1).
@@ -61,10 +88,7 @@ func (s *State) after(name string, over map[string]Record) (flow.Budget, bool) {
 	if ok && r.Op == OpDelete {
 		return flow.Budget{}, false
 	}
-	if i, ok := s.baseAt[name]; ok {
-		return s.base[i], true
-	}
-	return flow.Budget{}, false
+	return s.baseOf(name)
 }
 
 // Change is one budget's change: its new definition, or its deletion
@@ -134,6 +158,7 @@ func (s *State) settle(rs []Record, try func(*Batch) error, waiting map[string]e
 	if len(rs) == 0 {
 		return accepted
 	}
+	s.save(rs)
 	err := try(s.batch(rs))
 	switch {
 	case err == nil:

@@ -9,6 +9,24 @@ import (
 // The whole set of budgets in force, which the worker never needs (it
 // applies a Batch's Changes) but these tests compare against.
 
+// bases holds the base of each State newState made, in order.
+var bases = map[*State][]flow.Budget{}
+
+// newState returns a State whose base is the budgets base, in order, and
+// never changes (as a flow tree the tests do not apply the changes to).
+func newState(base []flow.Budget) *State {
+	s := NewState(func(name string) (flow.Budget, bool) {
+		for _, b := range base {
+			if b.Name == name {
+				return b, true
+			}
+		}
+		return flow.Budget{}, false
+	})
+	bases[s] = base
+	return s
+}
+
 // budgets returns the budgets in force. It costs O(budgets).
 func (s *State) budgets() []flow.Budget { return s.overlay(nil) }
 
@@ -24,8 +42,13 @@ func (s *State) apply(r Record, try func([]flow.Budget) error) (accepted []Recor
 // overlay returns the budgets in force once the records of over are
 // accepted: the base in order, then the added budgets by name.
 func (s *State) overlay(over map[string]Record) []flow.Budget {
-	out := make([]flow.Budget, 0, len(s.base)+len(s.accepted)+len(over))
-	for _, b := range s.base {
+	base := bases[s]
+	inBase := make(map[string]bool, len(base))
+	for _, b := range base {
+		inBase[b.Name] = true
+	}
+	out := make([]flow.Budget, 0, len(base)+len(s.accepted)+len(over))
+	for _, b := range base {
 		if a, ok := s.after(b.Name, over); ok {
 			out = append(out, a)
 		}
@@ -33,7 +56,7 @@ func (s *State) overlay(over map[string]Record) []flow.Budget {
 	var added []flow.Budget
 	addFrom := func(rs map[string]Record, skip map[string]Record) {
 		for name, r := range rs {
-			if _, inBase := s.baseAt[name]; inBase || r.Op != OpSet {
+			if inBase[name] || r.Op != OpSet {
 				continue
 			}
 			if _, replaced := skip[name]; !replaced {

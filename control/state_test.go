@@ -17,7 +17,7 @@ func tryTree(calls *int) func(*Batch) error {
 }
 
 func TestApplyBatchWhole(t *testing.T) {
-	s := NewState([]flow.Budget{{Name: "a", Target: 10, Period: time.Minute}})
+	s := newState([]flow.Budget{{Name: "a", Target: 10, Period: time.Minute}})
 	var rs []Record
 	for i := range 1000 {
 		rs = append(rs, set(fmt.Sprintf("c%04d", i), 5, "acct")) // children first
@@ -37,7 +37,7 @@ func TestApplyBatchWhole(t *testing.T) {
 }
 
 func TestApplyBatchSplitsAroundBadRecords(t *testing.T) {
-	s := NewState(nil)
+	s := newState(nil)
 	var rs []Record
 	for i := range 1024 {
 		parent := ""
@@ -71,7 +71,7 @@ func TestApplyBatchSplitsAroundBadRecords(t *testing.T) {
 }
 
 func TestBatchChanges(t *testing.T) {
-	s := NewState([]flow.Budget{{Name: "base", Target: 10, Period: time.Minute}})
+	s := newState([]flow.Budget{{Name: "base", Target: 10, Period: time.Minute}})
 	s.ApplyBatch([]Record{set("base", 20, ""), set("added", 5, "")}, tryTree(new(int)))
 	var got []Change
 	s.ApplyBatch([]Record{
@@ -91,4 +91,52 @@ func TestBatchChanges(t *testing.T) {
 	if names(s.budgets()) != "base,new" {
 		t.Fatalf("budgets %s", names(s.budgets()))
 	}
+}
+
+// TestStateBaseFromTheTarget: the base is looked up in the set the
+// accepted changes are applied to (as the worker's flow tree is), so it
+// holds overridden definitions once a record is accepted; a reset still
+// restores the config's definition, and a budget deleted and reset comes
+// back as it was.
+func TestStateBaseFromTheTarget(t *testing.T) {
+	target := map[string]flow.Budget{
+		"a": {Name: "a", Target: 10, Period: time.Minute},
+		"b": {Name: "b", Target: 20, Period: time.Minute},
+	}
+	s := NewState(func(name string) (flow.Budget, bool) { b, ok := target[name]; return b, ok })
+	applyTo := func(b *Batch) error {
+		for _, c := range b.Changes() {
+			if c.Delete {
+				delete(target, c.Budget.Name)
+			} else {
+				target[c.Budget.Name] = c.Budget
+			}
+		}
+		return nil
+	}
+	step := func(what string, r Record, want map[string]float64) {
+		t.Helper()
+		if acc, wait := s.ApplyBatch([]Record{r}, applyTo); len(acc) != 1 || len(wait) != 0 {
+			t.Fatalf("%s: accepted %v, waiting %v", what, acc, wait)
+		}
+		got := map[string]float64{}
+		for name, b := range target {
+			got[name] = b.Target
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: targets %v, want %v", what, got, want)
+		}
+		for name, w := range want {
+			if b, ok := s.Budget(name); !ok || b.Target != w {
+				t.Fatalf("%s: State's %s = %+v, %v, want target %v", what, name, b, ok, w)
+			}
+		}
+	}
+	step("a overridden", set("a", 99, ""), map[string]float64{"a": 99, "b": 20})
+	step("a overridden again", set("a", 98, ""), map[string]float64{"a": 98, "b": 20})
+	step("a reset", Record{Name: "a", Op: OpReset}, map[string]float64{"a": 10, "b": 20})
+	step("b deleted", Record{Name: "b", Op: OpDelete}, map[string]float64{"a": 10})
+	step("b reset", Record{Name: "b", Op: OpReset}, map[string]float64{"a": 10, "b": 20})
+	step("c added", set("c", 5, ""), map[string]float64{"a": 10, "b": 20, "c": 5})
+	step("c reset", Record{Name: "c", Op: OpReset}, map[string]float64{"a": 10, "b": 20})
 }

@@ -22,8 +22,10 @@ import (
 
 // Target is the worker a feed changes (*consumer.Worker).
 type Target interface {
-	// Budgets returns the budgets in force.
-	Budgets() []flow.Budget
+	// Budget returns the budget of that name in force, if any.
+	Budget(name string) (flow.Budget, bool)
+	// BudgetCount returns the number of budgets in force.
+	BudgetCount() int
 	// ApplyBudgets adds, changes and deletes budgets, at a cost that
 	// follows the changes (not the number of budgets); on an error
 	// nothing changes.
@@ -47,7 +49,7 @@ type feed struct {
 // stop. Records are counted in throttler_control_records_total{result}
 // of reg.
 func Start(ctx context.Context, topic string, clientOpts []kgo.Opt, t Target, reg prometheus.Registerer, log zerolog.Logger) (stop func(), err error) {
-	cs := &feed{target: t, log: log, state: control.NewState(t.Budgets()), waiting: map[string]error{}}
+	cs := &feed{target: t, log: log, state: control.NewState(t.Budget), waiting: map[string]error{}}
 	cs.counts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "throttler_control_records_total",
 		Help: "Control topic records by result: applied (the budgets changed), waiting (the set they would give is invalid; retried after each change), invalid (cannot be decoded or breaks the budget rules; ignored).",
@@ -76,8 +78,7 @@ func Start(ctx context.Context, topic string, clientOpts []kgo.Opt, t Target, re
 		log.Warn().Str("budget", clip.String(name)).Str("error", clip.Error(err)).Msg("control record waits: the budgets it gives are invalid; the budget stays as it was")
 	}
 	cs.mu.Unlock()
-	bs := t.Budgets()
-	log.Info().Str("topic", topic).Int("budgets", len(bs)).Strs("first", firstNames(bs, logNames)).Msg("control topic read")
+	log.Info().Str("topic", topic).Int("budgets", t.BudgetCount()).Msg("control topic read")
 	return f.Close, nil
 }
 
@@ -145,14 +146,6 @@ func distinctNames(rs []control.Record) int {
 		seen[r.Name] = true
 	}
 	return len(seen)
-}
-
-func firstNames(bs []flow.Budget, n int) []string {
-	out := make([]string, 0, min(n, len(bs)))
-	for _, b := range bs[:min(n, len(bs))] {
-		out = append(out, b.Name)
-	}
-	return out
 }
 
 func first(names []string, n int) []string { return names[:min(n, len(names))] }
