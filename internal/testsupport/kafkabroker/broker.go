@@ -28,6 +28,11 @@ var log4jConfig []byte
 // stopTimeout bounds a graceful stop; past it the JVM is killed.
 const stopTimeout = time.Minute
 
+// quorumGrace is how long Stop lets a node run on once the nodes that
+// exited leave the controller quorum without a majority: its broker's
+// controlled shutdown, which waits for a controller, cannot complete.
+const quorumGrace = 5 * time.Second
+
 // Broker is an Apache Kafka cluster on loopback: one KRaft node by
 // default, or Nodes(n) nodes, each broker and controller in one JVM. Its
 // methods are safe for concurrent use; those without a node index act on
@@ -156,21 +161,43 @@ func (n *node) pid() int {
 // still running a minute after its SIGTERM is killed and Stop returns an
 // error. The nodes get their signals together: a node's broker shuts down
 // through the controller quorum, which the nodes stopped before it would
-// have left without a majority. Stopping a stopped node does nothing.
+// have left without a majority. A node still running once the nodes that
+// exited took the majority with them cannot finish that way: it is killed
+// quorumGrace later, without an error (its logs are recovered at its next
+// start, as after a crash). Stopping a stopped node does nothing.
 func (b *Broker) Stop() error {
 	errs := make([]error, len(b.nodes))
-	var wg sync.WaitGroup
+	gone := make(chan struct{}) // closed once too few nodes run for a quorum
+	var closeGone sync.Once
+	var exited sync.WaitGroup
+	var mu sync.Mutex
+	left := len(b.nodes)
+	majority := len(b.nodes)/2 + 1
 	for i, n := range b.nodes {
-		wg.Go(func() { errs[i] = n.stop() })
+		exited.Go(func() {
+			if len(b.nodes) == 1 {
+				errs[i] = n.stop(nil)
+				return
+			}
+			errs[i] = n.stop(gone)
+			mu.Lock()
+			left--
+			if left < majority {
+				closeGone.Do(func() { close(gone) })
+			}
+			mu.Unlock()
+		})
 	}
-	wg.Wait()
+	exited.Wait()
 	return errors.Join(errs...)
 }
 
-// StopNode stops node i (0-based) as Stop does.
-func (b *Broker) StopNode(i int) error { return b.nodes[i].stop() }
+// StopNode stops node i (0-based) as Stop does, the other nodes running.
+func (b *Broker) StopNode(i int) error { return b.nodes[i].stop(nil) }
 
-func (n *node) stop() error {
+// stop stops the node gracefully; once quorumGone is closed (nil: never),
+// it waits quorumGrace more, then kills it.
+func (n *node) stop(quorumGone <-chan struct{}) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := n.proc
@@ -178,10 +205,19 @@ func (n *node) stop() error {
 		return nil
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	timeout := time.After(stopTimeout)
 	select {
 	case <-p.done:
 		return nil
-	case <-time.After(stopTimeout):
+	case <-quorumGone:
+		select {
+		case <-p.done:
+		case <-time.After(quorumGrace):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		return nil
+	case <-timeout:
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		return fmt.Errorf("kafkabroker: node %d did not stop within %v of SIGTERM; killed", n.id, stopTimeout)
@@ -219,7 +255,7 @@ func (b *Broker) Restart() error {
 
 // RestartNode restarts node i (0-based) as Restart does.
 func (b *Broker) RestartNode(i int) error {
-	if err := b.nodes[i].stop(); err != nil {
+	if err := b.nodes[i].stop(nil); err != nil {
 		return err
 	}
 	return b.startNodes(b.nodes[i : i+1])
