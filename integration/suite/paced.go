@@ -16,11 +16,15 @@ import (
 )
 
 // OutputCounter follows a topic (read_committed) from the start and keeps
-// how many records of a budget it has seen, and when.
+// how many records of a budget it has seen, and when; and the records'
+// own timestamps (when the worker produced them), which tell a late
+// delivery (a transaction committed late, a broker that held its fetches)
+// from a late decision.
 type OutputCounter struct {
-	Mu      sync.Mutex
-	N       int
-	Samples []Sample
+	Mu       sync.Mutex
+	N        int
+	Samples  []Sample
+	Produced []time.Time // each record's timestamp, in the order read
 }
 
 type Sample struct {
@@ -41,16 +45,17 @@ func FollowOutput(ctx context.Context, t *testing.T, brokers, topic, budget stri
 		defer cl.Close()
 		for ctx.Err() == nil {
 			fs := cl.PollFetches(ctx)
-			n := 0
+			var produced []time.Time
 			fs.EachRecord(func(r *kgo.Record) {
 				for _, h := range r.Headers {
 					if h.Key == "throttler-budget" && string(h.Value) == budget {
-						n++
+						produced = append(produced, r.Timestamp)
 					}
 				}
 			})
 			c.Mu.Lock()
-			c.N += n
+			c.N += len(produced)
+			c.Produced = append(c.Produced, produced...)
 			c.Samples = append(c.Samples, Sample{time.Now(), c.N})
 			c.Mu.Unlock()
 		}
@@ -72,10 +77,58 @@ func (c *OutputCounter) At(t time.Time) int {
 	return n
 }
 
+// ProducedBy returns how many of the records read had a timestamp at or
+// before t.
+func (c *OutputCounter) ProducedBy(t time.Time) int {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	n := 0
+	for _, p := range c.Produced {
+		if !p.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// MaxLag returns the longest a record waited between its timestamp and
+// the follower's read, and when it was read.
+func (c *OutputCounter) MaxLag() (lag time.Duration, readAt time.Time) {
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	i := 0
+	for _, s := range c.Samples {
+		for ; i < s.N && i < len(c.Produced); i++ {
+			if l := s.At.Sub(c.Produced[i]); l > lag {
+				lag, readAt = l, s.At
+			}
+		}
+	}
+	return lag, readAt
+}
+
 func (c *OutputCounter) Total() int {
 	c.Mu.Lock()
 	defer c.Mu.Unlock()
 	return c.N
+}
+
+// LogProducedCurve logs the curve of the same
+// records by their timestamps and the longest a record waited to be read:
+// a curve that strays only as read is a delivery held up (a transaction
+// that stayed open, a broker that stalled), not a pacing decision.
+func LogProducedCurve(t *testing.T, out *OutputCounter, begin, end time.Time, target int) {
+	t.Helper()
+	maxDev, worstAt := 0.0, 0.0
+	for s := begin; !s.After(end); s = s.Add(time.Second) {
+		ideal := float64(target) * s.Sub(begin).Seconds() / end.Sub(begin).Seconds()
+		if d := math.Abs(float64(out.ProducedBy(s))-ideal) / float64(target); d > maxDev {
+			maxDev, worstAt = d, s.Sub(begin).Seconds()
+		}
+	}
+	lag, at := out.MaxLag()
+	t.Logf("by the records' timestamps: max deviation %.3f%% (at %.0fs); longest wait to be read %v (read at %.1fs)",
+		100*maxDev, worstAt, lag.Round(time.Millisecond), at.Sub(begin).Seconds())
 }
 
 func RunPacedWindow(t *testing.T, k BrokerKind) {
@@ -156,6 +209,7 @@ log: {format: json, level: info}
 	if maxDev > 0.03 {
 		t.Errorf("max deviation from the ideal curve %.3f%% of target, want ≤ 3%%", 100*maxDev)
 	}
+	LogProducedCurve(t, out, begin, end, target)
 
 	// the counters agree with the output topic
 	opts := []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(addr)...)}
