@@ -266,9 +266,13 @@ func surged(n, dt, ownThen float64) bool {
 }
 
 // burstEnded reports whether peer p's rates were measured over a burst of
-// the own traffic (a backlog read), well above its smoothed rate.
+// the own traffic (a backlog read), well above its smoothed rate, that
+// was a burst of the peer's traffic too: a peer that read no backlog
+// while this node read one (the partitions of a crashed node, taken over
+// by this one) relates to the burst at a ratio that says nothing of the
+// traffic after it.
 func (c *Controller) burstEnded(p *peer) bool {
-	return p.ratioKnown && !math.IsInf(p.ownThen, 0) && p.ownThen > surgeMin*c.ownSmooth
+	return p.ratioKnown && p.burst && !math.IsInf(p.ownThen, 0) && p.ownThen > surgeMin*c.ownSmooth
 }
 
 // fell reports whether the own lanes' n events over dt seconds fell

@@ -19,6 +19,9 @@ type peer struct {
 	// unknown (see relate)
 	ratio, ownThen float64
 	ratioKnown     bool
+	// burst: its offered rate over the span of its last rates was a
+	// surge against its own rate before that span (a backlog it read)
+	burst bool
 	// smooth: its offered rate smoothed over its reports (closing.go)
 	smooth smoothed
 }
@@ -151,6 +154,7 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	p.passRate = float64(r.Total.Passed-before.Passed) / dt
 	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
 	p.rateKnown = true
+	p.burst = surged(p.offRate*dt, dt, c.rateOf(&p.smooth, from))
 	c.relate(p, from, at)
 }
 
