@@ -131,6 +131,51 @@ func LogProducedCurve(t *testing.T, out *OutputCounter, begin, end time.Time, ta
 		100*maxDev, worstAt, lag.Round(time.Millisecond), at.Sub(begin).Seconds())
 }
 
+// BrokerProbe asks the broker for its metadata every 100 ms and keeps its
+// slowest answer: a broker that stalled (a compaction that waited on the
+// disk, a starved process) holds every client up, the workers' commits
+// and a follower's fetches alike.
+type BrokerProbe struct {
+	mu      sync.Mutex
+	slowest time.Duration
+	at      time.Time
+}
+
+func ProbeBroker(ctx context.Context, t *testing.T, brokers string) *BrokerProbe {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &BrokerProbe{}
+	go func() {
+		defer cl.Close()
+		for ctx.Err() == nil {
+			start := time.Now()
+			if err := cl.Ping(ctx); err == nil {
+				d := time.Since(start)
+				p.mu.Lock()
+				if d > p.slowest {
+					p.slowest, p.at = d, start
+				}
+				p.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return p
+}
+
+// Slowest returns the slowest answer and when it was asked.
+func (p *BrokerProbe) Slowest() (time.Duration, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slowest, p.at
+}
+
 func RunPacedWindow(t *testing.T, k BrokerKind) {
 	const (
 		target = 30000
@@ -167,6 +212,7 @@ log: {format: json, level: info}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := FollowOutput(ctx, t, addr, passed, "campaign")
+	probe := ProbeBroker(ctx, t, addr)
 
 	var workers []*Proc
 	for i := 0; i < 3; i++ {
@@ -210,6 +256,8 @@ log: {format: json, level: info}
 		t.Errorf("max deviation from the ideal curve %.3f%% of target, want ≤ 3%%", 100*maxDev)
 	}
 	LogProducedCurve(t, out, begin, end, target)
+	slow, at := probe.Slowest()
+	t.Logf("the broker's slowest metadata answer: %v (asked at %.1fs)", slow.Round(time.Millisecond), at.Sub(begin).Seconds())
 
 	// the counters agree with the output topic
 	opts := []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(addr)...)}
