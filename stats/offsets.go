@@ -8,24 +8,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// settleTimeout bounds how long ListSettled asks again.
-const settleTimeout = 30 * time.Second
-
 // ListSettled lists topic's offsets with list (a kadm.Client's
 // ListStartOffsets, ListEndOffsets or ListCommittedOffsets), asking again
 // while a partition the metadata lists answers with a retriable error or
 // does not know the topic: on a cluster of several brokers a partition's
 // leader learns of a topic just created, and of its leadership, from the
-// controller in its own time, after another broker has listed it. It
-// stops asking after 30 s or when ctx ends and returns the last answer;
-// a topic the metadata does not list at all (partition -1) is answered
-// at once.
+// controller in its own time, after another broker has listed it, and a
+// partition whose leader stopped has none until another takes it over,
+// which a loaded cluster may take a minute to do. It asks until ctx ends,
+// and then returns the last answer: the caller bounds the wait (a
+// command-line tool by its timeout, a worker by its run, so that a worker
+// started while the cluster rolls waits for it instead of exiting). A
+// topic the metadata does not list at all (partition -1) is answered at
+// once.
 func ListSettled(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (kadm.ListedOffsets, error) {
-	deadline := time.Now().Add(settleTimeout)
 	backoff := firstBackoff
 	for {
 		listed, err := list(ctx, topic)
-		if err != nil || !unsettled(listed[topic]) || time.Now().After(deadline) || !pause(ctx, &backoff) {
+		if err != nil || !unsettled(listed[topic]) || !pause(ctx, &backoff) {
 			return listed, err
 		}
 	}

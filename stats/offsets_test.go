@@ -1,8 +1,11 @@
 package stats
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,7 +14,9 @@ import (
 
 // A leader that has not yet learned a topic another broker listed
 // answers ListOffsets with UNKNOWN_TOPIC_OR_PARTITION; ListSettled asks
-// again until it knows. A topic nobody lists is answered at once.
+// again until it knows. A topic nobody lists is answered at once. A
+// partition that stays unavailable is asked for until ctx ends, and the
+// last answer names its error.
 func TestListSettledAsksAgainUntilTheLeaderKnowsTheTopic(t *testing.T) {
 	c, conn := newCluster(t)
 	ctx := testCtx(t)
@@ -51,6 +56,18 @@ func TestListSettledAsksAgainUntilTheLeaderKnowsTheTopic(t *testing.T) {
 	if n := refused.Load(); n != 3 {
 		t.Fatalf("%d ListOffsets refused, want 3", n)
 	}
+
+	refused.Store(-1 << 30) // refused from here on
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	listed, err = ListSettled(short, adm.ListEndOffsets, "fresh")
+	if short.Err() == nil {
+		t.Fatal("ListSettled returned before its context ended, the partitions still unavailable")
+	}
+	if err == nil && !errors.Is(listed.Error(), kerr.UnknownTopicOrPartition) {
+		t.Fatalf("ListSettled after its context ended: %v, %v; want the partitions' UNKNOWN_TOPIC_OR_PARTITION", err, listed.Error())
+	}
+	refused.Store(3)
 
 	listed, err = ListSettled(ctx, adm.ListEndOffsets, "missing")
 	if err == nil && listed.Error() == nil {
