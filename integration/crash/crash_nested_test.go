@@ -35,7 +35,7 @@ func TestCrashNested(t *testing.T) {
 		partitions = 12
 		kills      = 4
 	)
-	_, addr := StartBrokerAt(t, "127.0.0.1:0", t.TempDir(), partitions)
+	_, addr := StartBroker(t, partitions)
 	begin := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	end := begin.Add(window)
 	g := &CrashGroup{Name: "nested", Delivery: "exactly-once"}

@@ -145,7 +145,7 @@ func OwnCluster(t *testing.T, k BrokerKind, partitions int, flags []string, opts
 		c.Addr = c.Kafka.Addr()
 		return c
 	}
-	c.Dir = t.TempDir()
+	c.Dir = BrokerDir(t)
 	c.Brk, c.Addr = StartBrokerAt(t, "127.0.0.1:0", c.Dir, partitions, flags...)
 	return c
 }

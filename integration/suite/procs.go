@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/internal/testsupport/deathsig"
+	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // Bin is the throttler binary built once for the package's tests.
@@ -235,7 +236,19 @@ func (p *Proc) WaitLine(t *testing.T, sub string, timeout time.Duration) string 
 // dir and returns its address; extra are more flags of the command.
 func StartBroker(t *testing.T, partitions int, extra ...string) (*Proc, string) {
 	t.Helper()
-	return StartBrokerAt(t, "127.0.0.1:0", t.TempDir(), partitions, extra...)
+	return StartBrokerAt(t, "127.0.0.1:0", BrokerDir(t), partitions, extra...)
+}
+
+// BrokerDir returns a new data dir for a `throttler broker` of t, removed
+// when t ends: in memory where there is room (broker.ScratchDir says why).
+func BrokerDir(t *testing.T) string {
+	t.Helper()
+	dir, err := broker.ScratchDir("throttler-test-broker-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // StartBrokerAt starts `throttler broker` on addr with the data dir dir

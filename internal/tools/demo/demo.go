@@ -79,7 +79,8 @@ type Config struct {
 	// Log receives the broker's and workers' logs. Default none.
 	Log zerolog.Logger
 	// DataDir is the broker's data dir. Default: a temporary directory,
-	// removed at the end.
+	// in memory where there is room (broker.ScratchDir), removed at the
+	// end.
 	DataDir string
 	// Format of the events: json, avro or protobuf (through a schema
 	// registry run in the process). Default json.

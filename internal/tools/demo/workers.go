@@ -18,7 +18,8 @@ import (
 )
 
 // startBroker starts the embedded broker on a data dir (a temporary one,
-// removed by stop, unless c.DataDir is set) and an admin client of it;
+// in memory where there is room (broker.ScratchDir), removed by stop,
+// unless c.DataDir is set) and an admin client of it;
 // stop closes them, also after an error.
 func startBroker(ctx context.Context, c Config) (brokers []string, adm *kadm.Client, stop func(), err error) {
 	var stops []func()
@@ -29,7 +30,7 @@ func startBroker(ctx context.Context, c Config) (brokers []string, adm *kadm.Cli
 	}
 	dir := c.DataDir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "throttler-demo-")
+		d, err := broker.ScratchDir("throttler-demo-")
 		if err != nil {
 			return nil, nil, stop, err
 		}

@@ -1,0 +1,38 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// ScratchDir makes a new private directory, in /dev/shm where memDir finds
+// room there.
+func TestScratchDir(t *testing.T) {
+	d, err := ScratchDir("scratch-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	fi, err := os.Stat(d)
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("ScratchDir gave %q: %v", d, err)
+	}
+	if !strings.HasPrefix(filepath.Base(d), "scratch-test-") {
+		t.Errorf("ScratchDir gave %q, want a name starting scratch-test-", d)
+	}
+	want := os.TempDir()
+	if m := memDir(); m != "" {
+		want = m
+	} else if runtime.GOOS == "linux" {
+		t.Log("no tmpfs with room at /dev/shm: the system's temporary directory")
+	}
+	if filepath.Dir(d) != filepath.Clean(want) {
+		t.Errorf("ScratchDir gave %q, want it in %s", d, want)
+	}
+	if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
