@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/internal/memdir"
 	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 )
 
@@ -286,7 +287,7 @@ func (p *KafkaPool) Get(t *testing.T, txn int) *kafkabroker.Broker {
 		t.Fatalf("the shared Apache Kafka did not start: %v", p.Err)
 	}
 	if p.Dir == "" {
-		if p.Dir, p.Err = os.MkdirTemp("", "throttler-it-kafka-"); p.Err != nil {
+		if p.Dir, p.Err = memdir.MkdirTemp("throttler-it-kafka-"); p.Err != nil {
 			t.Fatal(p.Err)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttler/throttler/internal/memdir"
 	"github.com/throttler/throttler/internal/testsupport/deathsig"
-	"github.com/throttler/throttler/internal/tools/broker"
 )
 
 // Bin is the throttler binary built once for the package's tests.
@@ -240,10 +240,10 @@ func StartBroker(t *testing.T, partitions int, extra ...string) (*Proc, string) 
 }
 
 // BrokerDir returns a new data dir for a `throttler broker` of t, removed
-// when t ends: in memory where there is room (broker.ScratchDir says why).
+// when t ends: in memory where there is room (memdir.MkdirTemp says why).
 func BrokerDir(t *testing.T) string {
 	t.Helper()
-	dir, err := broker.ScratchDir("throttler-test-broker-")
+	dir, err := memdir.MkdirTemp("throttler-test-broker-")
 	if err != nil {
 		t.Fatal(err)
 	}

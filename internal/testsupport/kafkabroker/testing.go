@@ -7,16 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/throttler/throttler/internal/memdir"
 )
 
-// Start starts a broker for t (see New) in a directory of t's, and stops
-// it when t ends; a failed test logs the end of the broker's log, and
+// Start starts a broker for t (see New) in a directory of t's, in memory
+// where there is room (memdir), and stops it when t ends; a failed test logs the end of the broker's log, and
 // THROTTLER_TEST_LOGS=DIR keeps the whole log as DIR/TEST.kafka.log. It
 // skips t when Java or the jars are missing (see Skip).
 func Start(t testing.TB, opts ...Opt) *Broker {
 	t.Helper()
 	Skip(t)
-	dir := t.TempDir()
+	dir, err := memdir.MkdirTemp("throttler-kafka-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	b, err := New(dir, opts...)
 	if err != nil {
 		t.Fatalf("starting Apache Kafka %s: %v", Version(), err)

@@ -79,7 +79,7 @@ type Config struct {
 	// Log receives the broker's and workers' logs. Default none.
 	Log zerolog.Logger
 	// DataDir is the broker's data dir. Default: a temporary directory,
-	// in memory where there is room (broker.ScratchDir), removed at the
+	// in memory where there is room (memdir.MkdirTemp), removed at the
 	// end.
 	DataDir string
 	// Format of the events: json, avro or protobuf (through a schema

@@ -11,6 +11,7 @@ import (
 	"github.com/throttler/throttler/config"
 	"github.com/throttler/throttler/consumer"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/memdir"
 	"github.com/throttler/throttler/internal/tools/broker"
 	"github.com/throttler/throttler/internal/tools/loadgen"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -18,7 +19,7 @@ import (
 )
 
 // startBroker starts the embedded broker on a data dir (a temporary one,
-// in memory where there is room (broker.ScratchDir), removed by stop,
+// in memory where there is room (memdir.MkdirTemp), removed by stop,
 // unless c.DataDir is set) and an admin client of it;
 // stop closes them, also after an error.
 func startBroker(ctx context.Context, c Config) (brokers []string, adm *kadm.Client, stop func(), err error) {
@@ -30,7 +31,7 @@ func startBroker(ctx context.Context, c Config) (brokers []string, adm *kadm.Cli
 	}
 	dir := c.DataDir
 	if dir == "" {
-		d, err := broker.ScratchDir("throttler-demo-")
+		d, err := memdir.MkdirTemp("throttler-demo-")
 		if err != nil {
 			return nil, nil, stop, err
 		}

@@ -1,4 +1,4 @@
-package broker
+package memdir
 
 import (
 	"os"
@@ -8,20 +8,20 @@ import (
 	"testing"
 )
 
-// ScratchDir makes a new private directory, in /dev/shm where memDir finds
+// MkdirTemp makes a new private directory, in /dev/shm where memDir finds
 // room there.
-func TestScratchDir(t *testing.T) {
-	d, err := ScratchDir("scratch-test-")
+func TestMkdirTemp(t *testing.T) {
+	d, err := MkdirTemp("scratch-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(d)
 	fi, err := os.Stat(d)
 	if err != nil || !fi.IsDir() {
-		t.Fatalf("ScratchDir gave %q: %v", d, err)
+		t.Fatalf("MkdirTemp gave %q: %v", d, err)
 	}
 	if !strings.HasPrefix(filepath.Base(d), "scratch-test-") {
-		t.Errorf("ScratchDir gave %q, want a name starting scratch-test-", d)
+		t.Errorf("MkdirTemp gave %q, want a name starting scratch-test-", d)
 	}
 	want := os.TempDir()
 	if m := memDir(); m != "" {
@@ -30,7 +30,7 @@ func TestScratchDir(t *testing.T) {
 		t.Log("no tmpfs with room at /dev/shm: the system's temporary directory")
 	}
 	if filepath.Dir(d) != filepath.Clean(want) {
-		t.Errorf("ScratchDir gave %q, want it in %s", d, want)
+		t.Errorf("MkdirTemp gave %q, want it in %s", d, want)
 	}
 	if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

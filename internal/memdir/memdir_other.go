@@ -1,6 +1,6 @@
 //go:build !linux
 
-package broker
+package memdir
 
 // memDir returns "": only Linux's /dev/shm is looked for.
 func memDir() string { return "" }
