@@ -113,19 +113,26 @@ func (c *OutputCounter) Total() int {
 	return c.N
 }
 
-// LogProducedCurve logs the curve of the same
-// records by their timestamps and the longest a record waited to be read:
-// a curve that strays only as read is a delivery held up (a transaction
-// that stayed open, a broker that stalled), not a pacing decision.
-func LogProducedCurve(t *testing.T, out *OutputCounter, begin, end time.Time, target int) {
-	t.Helper()
-	maxDev, worstAt := 0.0, 0.0
+// maxDeviation samples the count every second over [begin, end] and
+// returns its largest distance from the ideal curve to target, as a share
+// of target, and when (seconds into the window).
+func maxDeviation(count func(time.Time) int, begin, end time.Time, target int) (maxDev, worstAt float64) {
 	for s := begin; !s.After(end); s = s.Add(time.Second) {
 		ideal := float64(target) * s.Sub(begin).Seconds() / end.Sub(begin).Seconds()
-		if d := math.Abs(float64(out.ProducedBy(s))-ideal) / float64(target); d > maxDev {
+		if d := math.Abs(float64(count(s))-ideal) / float64(target); d > maxDev {
 			maxDev, worstAt = d, s.Sub(begin).Seconds()
 		}
 	}
+	return maxDev, worstAt
+}
+
+// LogProducedCurve logs the curve of the records read by their own
+// timestamps and the longest a record waited to be read: a curve that
+// strays only as read is a delivery held up (a transaction that stayed
+// open, a broker that stalled), not a pacing decision.
+func LogProducedCurve(t *testing.T, out *OutputCounter, begin, end time.Time, target int) {
+	t.Helper()
+	maxDev, worstAt := maxDeviation(out.ProducedBy, begin, end, target)
 	lag, at := out.MaxLag()
 	t.Logf("by the records' timestamps: max deviation %.3f%% (at %.0fs); longest wait to be read %v (read at %.1fs)",
 		100*maxDev, worstAt, lag.Round(time.Millisecond), at.Sub(begin).Seconds())
@@ -226,16 +233,12 @@ log: {format: json, level: info}
 	time.Sleep(time.Until(end.Add(5 * time.Second))) // real time: the rest of the window
 
 	// the curve: sampled every second over the window
-	maxDev, worstAt := 0.0, 0.0
 	for s := begin; !s.After(end); s = s.Add(time.Second) {
-		ideal := target * s.Sub(begin).Seconds() / window.Seconds()
 		if s.Sub(begin) <= 5*time.Second || s.Sub(begin)%(10*time.Second) == 0 {
-			t.Logf("t=%2.0fs delivered %5d ideal %5.0f", s.Sub(begin).Seconds(), out.At(s), ideal)
-		}
-		if d := math.Abs(float64(out.At(s))-ideal) / target; d > maxDev {
-			maxDev, worstAt = d, s.Sub(begin).Seconds()
+			t.Logf("t=%2.0fs delivered %5d ideal %5.0f", s.Sub(begin).Seconds(), out.At(s), target*s.Sub(begin).Seconds()/window.Seconds())
 		}
 	}
+	maxDev, worstAt := maxDeviation(out.At, begin, end, target)
 	<-gen.Done
 	for _, w := range workers[:2] {
 		if err := w.Stop(t, syscall.SIGTERM, 30*time.Second); err != nil {
