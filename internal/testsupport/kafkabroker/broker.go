@@ -224,6 +224,9 @@ func (b *Broker) command(n *node, main string, args ...string) *exec.Cmd {
 		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
 		"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "log4j2.properties"),
 		"-Dkafka.logs.dir=" + n.dir,
+		// snappy-java and others unpack native libraries into the temp
+		// dir; the node's own dir is removed with it.
+		"-Djava.io.tmpdir=" + n.dir,
 		"-cp", filepath.Join(b.lib, "*"),
 		main,
 	}

@@ -83,7 +83,7 @@ func startStreams(ctx context.Context, c Config, brokers []string) (s *streamsJV
 	if c.Delivery == consumer.AtLeastOnce {
 		s.guarantee = "at_least_once"
 	}
-	s.cmd = exec.Command(java, "-cp", cp, streamsMain,
+	s.cmd = exec.Command(java, "-Djava.io.tmpdir="+stateDir, "-cp", cp, streamsMain,
 		strings.Join(brokers, ","), strconv.Itoa(s.threads), s.guarantee, stateDir)
 	s.cmd.SysProcAttr = streamsProcAttr()
 	s.cmd.Stderr = s.stderr
