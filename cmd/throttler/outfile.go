@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 )
 
 // checkOutFile returns a usage error naming flag when path ("" = unset)
@@ -25,4 +26,21 @@ func checkOutFile(flag, path string) error {
 		return badFlag(flag, "cannot write %s: %s is not a directory", path, dir)
 	}
 	return nil
+}
+
+// startCPUProfile creates path and starts a CPU profile into it; stop
+// ends the profile and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

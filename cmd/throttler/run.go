@@ -57,11 +57,14 @@ http.allowed_hosts). The address the metrics and health server (/metrics,
 throttler_build_info{version,revision,goversion} (see 'throttler version').
 A secret file the config names (a key, a password, a token) that its group
 or others can read gets a warning.
---log-format and --log-level, when given, override the config's log section.`,
+--log-format and --log-level, when given, override the config's log section.
+--cpuprofile FILE writes a Go CPU profile of the whole run to FILE when
+the worker stops ('go tool pprof FILE').`,
 	setup: func(fs *flag.FlagSet) action {
 		flagPath := fs.String("config", "", "config `file` (or give it as the argument)")
 		httpAddr := fs.String("http", "", "`host:port` of the metrics and health server, overriding http.listen")
 		connect := fs.Duration("connect-timeout", DefaultConnectTimeout, "give up when no broker answers within this `duration`")
+		cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the worker, from its start to its stop, to `file`")
 		txnID := fs.String("transactional-id", "", "transactional `id` of this worker (exactly-once), unique among live workers; a restarted worker that reuses its id aborts the transaction its previous run left open (default: the group and a random suffix)")
 		return func(ctx context.Context, e *env) error {
 			path, err := oneFile("config", *flagPath, e.args)
@@ -75,6 +78,9 @@ or others can read gets a warning.
 			}
 			if *connect <= 0 {
 				return badFlag("connect-timeout", "must be positive, got %v", *connect)
+			}
+			if err := checkOutFile("cpuprofile", *cpuProfile); err != nil {
+				return err
 			}
 			var extra []consumer.Opt
 			if *txnID != "" {
@@ -105,6 +111,13 @@ or others can read gets a warning.
 			}
 			for _, w := range cfg.SecretWarnings() {
 				log.Warn().Msg(w)
+			}
+			if *cpuProfile != "" {
+				stop, err := startCPUProfile(*cpuProfile)
+				if err != nil {
+					return badFlag("cpuprofile", "%v", err)
+				}
+				defer stop()
 			}
 			return runWorker(ctx, log, cfg, *connect, extra...)
 		}

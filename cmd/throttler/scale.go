@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,6 +63,7 @@ plus a minute or two.`,
 		maxRSS := fs.Int64("max-rss", scale.DefaultMaxRSS>>20, "kill a worker whose RSS passes this many `MiB`")
 		fs.StringVar(&c.Dir, "dir", "", "`directory` of the brokers' data, configs and logs (default: a temporary one, removed)")
 		fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory")
+		fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each worker to `directory`/budgets-B-worker-N.prof")
 		jsonOut := fs.String("json", "", "write the JSON report to `file` ('-': stdout)")
 		return func(ctx context.Context, e *env) error {
 			for _, s := range strings.Split(*budgets, ",") {
@@ -76,6 +78,16 @@ plus a minute or two.`,
 			}
 			if *maxRSS < 1 {
 				return badFlag("max-rss", "must be positive, got %d", *maxRSS)
+			}
+			if c.ProfileDir != "" {
+				if st, err := os.Stat(c.ProfileDir); err != nil || !st.IsDir() {
+					return badFlag("cpuprofile-dir", "%s is not a directory", c.ProfileDir)
+				}
+				abs, err := filepath.Abs(c.ProfileDir)
+				if err != nil {
+					return badFlag("cpuprofile-dir", "%v", err)
+				}
+				c.ProfileDir = abs
 			}
 			c.Partitions, c.MaxRSS, c.Log = int32(*parts), *maxRSS<<20, e.log
 			table := e.stdout

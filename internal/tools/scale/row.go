@@ -121,8 +121,11 @@ func (r *run) prepare(ctx context.Context, begin time.Time) error {
 func (r *run) startWorkers() error {
 	for i := range r.c.Workers {
 		name := "worker-" + strconv.Itoa(i+1)
-		p, err := startProc(r.dir, name, r.c.Binary, "run", "--config", "config.yaml", "--http", "127.0.0.1:0",
-			"--transactional-id", "scale-"+name)
+		args := []string{"run", "--config", "config.yaml", "--http", "127.0.0.1:0", "--transactional-id", "scale-" + name}
+		if r.c.ProfileDir != "" {
+			args = append(args, "--cpuprofile", filepath.Join(r.c.ProfileDir, fmt.Sprintf("budgets-%d-%s.prof", r.b, name)))
+		}
+		p, err := startProc(r.dir, name, r.c.Binary, args...)
 		if err != nil {
 			return err
 		}

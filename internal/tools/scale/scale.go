@@ -92,6 +92,9 @@ type Config struct {
 	// directory, removed at the end unless Keep.
 	Dir  string
 	Keep bool
+	// ProfileDir, when set, receives a CPU profile of each worker
+	// process, budgets-B-worker-N.prof (`throttler run --cpuprofile`).
+	ProfileDir string
 	// Binary is the throttler executable to run; default this one.
 	Binary string
 	// Log receives progress.
