@@ -371,3 +371,60 @@ func BenchmarkActiveRounds(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClusterSecond: one second of a node of a three-node cluster of
+// 48 sources, as `throttler scale` runs it: 100 busy budgets, each with an
+// event on each of the node's 16 lanes every tune round and reports from
+// the 32 sources of its peers, renewed every sync interval; a second is
+// nine Tunes and a Sync. Reported per second of rounds.
+func BenchmarkClusterSecond(b *testing.B) {
+	const own, peers, rounds = 16, 32, 10
+	bs := scaleBudgets(1000)
+	ex := &MemoryExchange{}
+	tree := scaleTree(b, bs, Peers(ex))
+	var lanes []*Lane
+	for s := range own {
+		src, _ := tree.Open(fmt.Sprintf("p%02d", s), benchT0, nil)
+		for _, x := range bs[:scaleActive] {
+			lanes = append(lanes, src.Lane(x.Name))
+		}
+	}
+	reps := make([]Report, 0, scaleActive*peers)
+	publish := func(at time.Time, k uint64) {
+		reps = reps[:0]
+		for _, x := range bs[:scaleActive] {
+			for p := range peers {
+				c := Counters{Offered: 10 * k, Passed: 5 * k}
+				reps = append(reps, Report{Budget: x.Name, Source: fmt.Sprintf("q%02d", p), At: at, Since: benchT0, Total: c, InPeriod: c})
+			}
+		}
+		if err := ex.Publish(reps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := benchT0
+	var k uint64
+	second := func() {
+		for r := 1; r <= rounds; r++ {
+			now = now.Add(100 * time.Millisecond)
+			for _, l := range lanes {
+				l.Decide(now, 0)
+			}
+			if r < rounds {
+				tree.Tune(now)
+				continue
+			}
+			k++
+			publish(now.Add(-50*time.Millisecond), k)
+			tree.Sync(now, ex)
+		}
+	}
+	for range 10 { // past the warm-up
+		second()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		second()
+	}
+}
