@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,16 +46,16 @@ type defsTaken struct {
 
 // start queues every definition of the worker: budgets starting at a
 // place picked by id, and the experiments.
-func (q *defQueue) start(budgets []flow.Budget, id string) {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	names := make([]string, len(budgets))
-	off := 0
-	if len(budgets) > 0 {
-		off = int(h.Sum32() % uint32(len(budgets)))
-	}
-	for i, b := range budgets {
-		names[(i+len(budgets)-off)%len(budgets)] = b.Name
+func (q *defQueue) start(tree *flow.Tree, id string) {
+	names := make([]string, 0, tree.Len())
+	tree.EachBudget(func(b *flow.Budget) { names = append(names, b.Name) })
+	if len(names) > 0 {
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		off := int(h.Sum32() % uint32(len(names)))
+		slices.Reverse(names[:off]) // a rotation by off, in place
+		slices.Reverse(names[off:])
+		slices.Reverse(names)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -153,7 +153,7 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 	}
 	// The definitions the view lacks, at the first commits (then those
 	// that change): once, not every sync interval.
-	w.defs.start(w.tree.Budgets(), w.cfg.txnID)
+	w.defs.start(w.tree, w.cfg.txnID)
 	for _, start := range w.cfg.onStart {
 		stopIt, err := start(ctx, w)
 		if err != nil {

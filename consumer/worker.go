@@ -149,11 +149,11 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	for _, l := range c.variantLimits {
 		w.limits[l.Budget] = true
 	}
-	for _, b := range tree.Budgets() { // once: delayClientOpts
+	tree.EachBudget(func(b *flow.Budget) { // once: delayClientOpts
 		if b.Delay && (w.shortestDelay.Load() == 0 || int64(b.Period) < w.shortestDelay.Load()) {
 			w.shortestDelay.Store(int64(b.Period))
 		}
-	}
+	})
 	rd, err := decode.NewDecoder(append([]decode.Opt{decode.BudgetPath(c.rewardBudgetPath),
 		decode.MaxBytes(dec.MaxBytes()), decode.MaxDepth(dec.MaxDepth())}, c.rewardDecoding...)...)
 	if err != nil {

@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,11 @@ func TestApply(t *testing.T) {
 	}
 	if s := strings.Join(got, " "); s != "acct< a<acct b<acct new< c<new" {
 		t.Fatalf("budgets %s", s)
+	}
+	var each []string
+	tree.EachBudget(func(b *Budget) { each = append(each, b.Name+"<"+b.Parent) })
+	if !slices.Equal(each, got) {
+		t.Fatalf("EachBudget %v, Budgets %v", each, got)
 	}
 	if _, err := tree.Apply([]Change{del("c"), del("new")}, t0); err != nil {
 		t.Fatal(err)

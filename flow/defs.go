@@ -97,8 +97,14 @@ func (d *defTable) since(v uint64) ([]logEntry, bool) {
 // budgets returns every definition, parents before children, in insertion
 // order otherwise.
 func (d *defTable) budgets() []Budget {
-	d.marks++
 	out := make([]Budget, 0, len(d.byName))
+	d.each(func(b *Budget) { out = append(out, *b) })
+	return out
+}
+
+// each calls fn with every definition, parents before their children.
+func (d *defTable) each(fn func(*Budget)) {
+	d.marks++
 	var visit func(x *def)
 	visit = func(x *def) {
 		if x.mark == d.marks {
@@ -108,12 +114,11 @@ func (d *defTable) budgets() []Budget {
 		if x.parent != nil {
 			visit(x.parent)
 		}
-		out = append(out, x.b)
+		fn(&x.b)
 	}
 	for x := d.head; x != nil; x = x.next {
 		visit(x)
 	}
-	return out
 }
 
 // Change is one edit of a tree's budgets, for Tree.Apply: Budget is added,
