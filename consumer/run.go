@@ -141,7 +141,10 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 	// It keeps digests of the budgets' definitions, not the definitions:
 	// the worker only asks whether its own are published.
 	viewTuning := []kgo.Opt{kgo.FetchMinBytes(FetchMinBytes / 4), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval))}
-	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, viewTuning, w.cfg.statsClientOpts), stats.DigestDefinitions())
+	waiting := stats.Waiting(func(err error) {
+		w.log.Warn().Str("error", clip.Error(err)).Msg("stats topic: waiting for its partitions' leaders to answer")
+	})
+	view, err := stats.NewView(ctx, w.cfg.topics.Stats, slices.Concat(w.cfg.clientOpts, viewTuning, w.cfg.statsClientOpts), stats.DigestDefinitions(), waiting)
 	if err != nil {
 		return stop, fmt.Errorf("stats view: %w", err)
 	}

@@ -58,11 +58,11 @@ func FollowBatches(ctx context.Context, topic string, clientOpts []kgo.Opt, hand
 
 // ends returns the end offset of every non-empty partition of topic.
 func ends(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
-	starts, err := stats.ListSettled(ctx, adm.ListStartOffsets, topic)
+	starts, err := stats.ListSettled(ctx, adm.ListStartOffsets, topic, nil)
 	if err != nil {
 		return nil, fmt.Errorf("control topic %s: list offsets: %w", topic, err)
 	}
-	endOffs, err := stats.ListSettled(ctx, adm.ListEndOffsets, topic)
+	endOffs, err := stats.ListSettled(ctx, adm.ListEndOffsets, topic, nil)
 	if err != nil {
 		return nil, fmt.Errorf("control topic %s: list offsets: %w", topic, err)
 	}

@@ -60,9 +60,9 @@ func (c *catchUp) done() bool { return len(c.pending) == 0 }
 
 // listOffsets lists the start and end (high watermark) offsets of topic's
 // partitions.
-func listOffsets(ctx context.Context, adm *kadm.Client, topic string) (starts, ends map[int32]int64, err error) {
+func listOffsets(ctx context.Context, adm *kadm.Client, topic string, waiting func(error)) (starts, ends map[int32]int64, err error) {
 	list := func(op string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
-		listed, err := ListSettled(ctx, fn, topic)
+		listed, err := ListSettled(ctx, fn, topic, waiting)
 		if err != nil {
 			return nil, &TopicError{Topic: topic, Op: op, Err: err}
 		}
@@ -150,7 +150,7 @@ func readToEnd(ctx context.Context, clientOpts []kgo.Opt, topic, op string, part
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	starts, ends, err := listOffsets(ctx, adm, topic)
+	starts, ends, err := listOffsets(ctx, adm, topic, nil)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func readToEnd(ctx context.Context, clientOpts []kgo.Opt, topic, op string, part
 			return stop
 		}
 		if fs.Empty() && !track.done() {
-			if starts, _, err := listOffsets(ctx, adm, topic); err == nil {
+			if starts, _, err := listOffsets(ctx, adm, topic, nil); err == nil {
 				track.starts(starts)
 			}
 		}

@@ -11,6 +11,7 @@ type ViewOpt interface {
 type cfg struct {
 	now     func() time.Time
 	digests bool
+	waiting func(error)
 }
 
 func defaultCfg() cfg {
@@ -45,4 +46,14 @@ func WithClock(now func() time.Time) ViewOpt {
 // pages need them.
 func DigestDefinitions() ViewOpt {
 	return opt(func(c *cfg) { c.digests = true })
+}
+
+// Waiting sets a function NewView calls while its start waits for the
+// topic's partitions to answer (a partition without a leader, a broker
+// that does not know the topic yet): after about 4.5 s, then about every
+// 10 s, with the newest answer (a *TopicError naming the partition; see
+// ListSettled). The caller logs it, so that a worker waiting on its
+// cluster says so.
+func Waiting(fn func(error)) ViewOpt {
+	return opt(func(c *cfg) { c.waiting = fn })
 }

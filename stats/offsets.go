@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -21,25 +22,48 @@ import (
 // started while the cluster rolls waits for it instead of exiting). A
 // topic the metadata does not list at all (partition -1) is answered at
 // once.
-func ListSettled(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (kadm.ListedOffsets, error) {
+//
+// waiting, when not nil, is called with the newest unsettled answer (a
+// *TopicError naming a partition and its error) after waitFirst answers
+// in a row were unsettled (about 4.5 s), then after every waitEvery more
+// (about 10 s), for the caller to log.
+func ListSettled(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, waiting func(error)) (kadm.ListedOffsets, error) {
 	backoff := firstBackoff
-	for {
+	for tries := 1; ; tries++ {
 		listed, err := list(ctx, topic)
-		if err != nil || !unsettled(listed[topic]) || !pause(ctx, &backoff) {
+		if err != nil {
 			return listed, err
+		}
+		p, perr := unsettled(listed[topic])
+		if perr == nil {
+			return listed, nil
+		}
+		if waiting != nil && tries >= waitFirst && (tries-waitFirst)%waitEvery == 0 {
+			waiting(&TopicError{Topic: topic, Op: fmt.Sprintf("partition %d still unavailable after %d answers", p, tries), Err: perr})
+		}
+		if !pause(ctx, &backoff) {
+			return listed, nil
 		}
 	}
 }
 
-// unsettled reports whether a listed partition has an error that asking
-// again may clear.
-func unsettled(parts map[int32]kadm.ListedOffset) bool {
+// The answers after which ListSettled reports a wait: the pauses between
+// them (pause) come to about 4.5 s for the first waitFirst, then a second
+// each.
+const (
+	waitFirst = 8
+	waitEvery = 10
+)
+
+// unsettled returns a listed partition with an error that asking again
+// may clear, and that error (nil: none).
+func unsettled(parts map[int32]kadm.ListedOffset) (int32, error) {
 	for p, o := range parts {
 		if p >= 0 && kerr.IsRetriable(o.Err) { // UNKNOWN_TOPIC_OR_PARTITION is retriable
-			return true
+			return p, o.Err
 		}
 	}
-	return false
+	return 0, nil
 }
 
 // firstBackoff is the first pause of pause's callers.

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,7 +47,8 @@ func TestListSettledAsksAgainUntilTheLeaderKnowsTheTopic(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	listed, err := ListSettled(ctx, adm.ListEndOffsets, "fresh")
+	var waits atomic.Int32
+	listed, err := ListSettled(ctx, adm.ListEndOffsets, "fresh", func(error) { waits.Add(1) })
 	if err != nil || listed.Error() != nil {
 		t.Fatalf("ListSettled: %v, %v", err, listed.Error())
 	}
@@ -56,20 +58,36 @@ func TestListSettledAsksAgainUntilTheLeaderKnowsTheTopic(t *testing.T) {
 	if n := refused.Load(); n != 3 {
 		t.Fatalf("%d ListOffsets refused, want 3", n)
 	}
+	if n := waits.Load(); n != 0 {
+		t.Fatalf("a wait of three answers was reported %d times", n)
+	}
 
 	refused.Store(-1 << 30) // refused from here on
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	listed, err = ListSettled(short, adm.ListEndOffsets, "fresh")
+	listed, err = ListSettled(short, adm.ListEndOffsets, "fresh", nil)
 	if short.Err() == nil {
 		t.Fatal("ListSettled returned before its context ended, the partitions still unavailable")
 	}
 	if err == nil && !errors.Is(listed.Error(), kerr.UnknownTopicOrPartition) {
 		t.Fatalf("ListSettled after its context ended: %v, %v; want the partitions' UNKNOWN_TOPIC_OR_PARTITION", err, listed.Error())
 	}
+
+	// A wait that goes on is reported, naming the partition and its
+	// error; here the report ends the wait.
+	reported, stop := context.WithCancel(ctx)
+	defer stop()
+	var got error
+	if _, err := ListSettled(reported, adm.ListEndOffsets, "fresh", func(e error) { got = e; stop() }); err != nil {
+		t.Fatal(err)
+	}
+	var te *TopicError
+	if !errors.As(got, &te) || te.Topic != "fresh" || !errors.Is(got, kerr.UnknownTopicOrPartition) || !strings.Contains(got.Error(), "partition ") {
+		t.Fatalf("the wait was reported as %v; want a *TopicError of fresh naming a partition and UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
 	refused.Store(3)
 
-	listed, err = ListSettled(ctx, adm.ListEndOffsets, "missing")
+	listed, err = ListSettled(ctx, adm.ListEndOffsets, "missing", nil)
 	if err == nil && listed.Error() == nil {
 		t.Fatal("a missing topic listed without an error")
 	}

@@ -122,7 +122,7 @@ func NewView(ctx context.Context, topic string, clientOpts []kgo.Opt, opts ...Vi
 		done:    make(chan struct{}),
 	}
 	v.defs.digestOnly, v.defs.seed = c.digests, maphash.MakeSeed()
-	starts, ends, err := listOffsets(ctx, v.adm, topic)
+	starts, ends, err := listOffsets(ctx, v.adm, topic, c.waiting)
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -296,7 +296,7 @@ func (v *View) run(track *catchUp) {
 			continue
 		}
 		if fs.Empty() && !track.done() {
-			if starts, _, err := listOffsets(v.ctx, v.adm, v.topic); err == nil {
+			if starts, _, err := listOffsets(v.ctx, v.adm, v.topic, nil); err == nil {
 				track.starts(starts)
 			}
 		}
