@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
@@ -26,6 +28,7 @@ type metrics struct {
 	dropped      prometheus.Counter
 	routed       *prometheus.CounterVec // layer, experiment, variant
 	commits      *prometheus.CounterVec // result: committed, aborted
+	requests     *prometheus.CounterVec // request: the Kafka request's name
 	hanging      *prometheus.CounterVec // result: completed, unknown, failed
 
 	workingRate *prometheus.GaugeVec // budget
@@ -78,6 +81,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		deadLettered: cv("dead_lettered_total", "Records sent to the dead-letter topic, by reason.", "reason"),
 		routed:       cv("routed_total", "Passed events assigned to an experiment variant.", "layer", "experiment", "variant"),
 		commits:      cv("commits_total", "Transactions (or offset commits) ended, by result.", "result"),
+		requests:     cv("kafka_requests_total", "Requests the worker's Kafka clients wrote to brokers, by kind (Fetch, Produce, EndTxn, ...): the coordination and polling a worker costs, whatever its traffic.", "request"),
 		hanging:      cv("hanging_transactions_total", "Transactions Kafka left open on a partition the worker writes: completed (their marker written), unknown (outcome not logged), failed (marker refused).", "result"),
 		workingRate:  gv("working_pass_rate", "Fraction of events passed now, lag corrected.", "budget"),
 		idealRate:    gv("ideal_pass_rate", "Fraction of events to pass on the ideal course.", "budget"),
@@ -424,4 +428,14 @@ func (m *metrics) sweep(now time.Time, idle time.Duration) (deleted int) {
 		s.gen++
 	}
 	return deleted
+}
+
+// requestHook counts the requests the clients it is given to write
+// (kgo.HookBrokerWrite).
+type requestHook struct{ m *metrics }
+
+func (h requestHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err == nil {
+		h.m.requests.WithLabelValues(kmsg.NameForKey(key)).Inc()
+	}
 }

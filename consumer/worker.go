@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +172,9 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 		return nil, err
 	}
 	w.m = newMetrics(w.reg)
+	// Every client the worker makes from its options counts its requests.
+	c.clientOpts = append(slices.Clip(c.clientOpts), kgo.WithHooks(requestHook{w.m}))
+	w.cfg.clientOpts = c.clientOpts
 	w.m.series.now = c.now()
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)

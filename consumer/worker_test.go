@@ -546,6 +546,7 @@ func checkMetrics(t *testing.T, ws ...*Worker) {
 	for _, name := range []string{
 		"throttler_offered_total", "throttler_passed_total", "throttler_rejected_total", "throttler_routed_total", "throttler_dead_lettered_total",
 		"throttler_commits_total", "throttler_consumer_lag", "throttler_stats_view_age_seconds",
+		`throttler_kafka_requests_total{request="Fetch"}`, `throttler_kafka_requests_total{request="Produce"}`,
 	} {
 		if !strings.Contains(string(body), name) {
 			t.Errorf("/metrics lacks %s", name)
