@@ -62,7 +62,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("row %+v", r)
 	}
 	for i, w := range r.Workers {
-		if w.FirstDelivery == nil || w.PeakRSS == 0 || !(w.CPU > 0) || w.Exit != "" {
+		if w.FirstDelivery == nil || w.PeakRSS == 0 || !(w.CPU > 0) || !(w.RequestsSteady > 0) || w.Exit != "" {
 			t.Errorf("worker %d: %+v", i+1, w)
 		}
 	}

@@ -122,7 +122,8 @@ func (r *run) figures(final []workerCounts, input []bool, vols map[string]Volume
 			end = w.cpu
 		}
 		wr := WorkerRow{CPU: end / load, CPUSteady: max(end-w.cpuSteady, 0) / steady, PeakRSS: w.peak(),
-			Ready: w.ready, FirstDelivery: w.first, Exit: w.exit}
+			RequestsSteady: max(w.end.Requests-w.steady.Requests, 0) / steady,
+			Ready:          w.ready, FirstDelivery: w.first, Exit: w.exit}
 		if w.exit != "" {
 			r.note("worker %d %s", i+1, w.exit)
 		}

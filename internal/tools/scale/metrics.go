@@ -18,6 +18,9 @@ type workerCounts struct {
 	Decided float64
 	// Committed and Aborted are throttler_commits_total{result}.
 	Committed, Aborted float64
+	// Requests sums throttler_kafka_requests_total: what the worker's
+	// clients wrote to the brokers.
+	Requests float64
 }
 
 // scrape reads the counts from a worker's /metrics. It scans the text
@@ -56,6 +59,8 @@ func scrape(ctx context.Context, addr string) (workerCounts, error) {
 			dst = &c.Committed
 		case name == "throttler_commits_total" && strings.Contains(line, `result="aborted"`):
 			dst = &c.Aborted
+		case name == "throttler_kafka_requests_total":
+			dst = &c.Requests
 		default:
 			continue
 		}

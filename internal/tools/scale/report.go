@@ -3,6 +3,7 @@ package scale
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
@@ -71,12 +72,15 @@ type Row struct {
 
 // WorkerRow is one worker's figures.
 type WorkerRow struct {
-	CPU           float64  `json:"cpu"`
-	CPUSteady     float64  `json:"cpu_steady"`
-	PeakRSS       int64    `json:"peak_rss_bytes"`
-	Ready         *float64 `json:"ready_seconds"`          // start to /readyz 200
-	FirstDelivery *float64 `json:"first_delivery_seconds"` // start to its first delivered record, within a poll of its metrics
-	Exit          string   `json:"exit,omitempty"`         // how it ended, when not cleanly on SIGTERM
+	CPU       float64 `json:"cpu"`
+	CPUSteady float64 `json:"cpu_steady"`
+	// RequestsSteady is the Kafka requests a second the worker's clients
+	// wrote in the steady state (throttler_kafka_requests_total).
+	RequestsSteady float64  `json:"requests_per_second_steady"`
+	PeakRSS        int64    `json:"peak_rss_bytes"`
+	Ready          *float64 `json:"ready_seconds"`          // start to /readyz 200
+	FirstDelivery  *float64 `json:"first_delivery_seconds"` // start to its first delivered record, within a poll of its metrics
+	Exit           string   `json:"exit,omitempty"`         // how it ended, when not cleanly on SIGTERM
 }
 
 // PacedRow is a paced budget's passes against its target.
@@ -102,12 +106,14 @@ type ChurnRow struct {
 // WriteTable prints rows as a table, one line each.
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "budgets\tcoord bytes\tcoord records\tlargest rec\taborted (steady)\tworkers CPU (steady)\tmax peak RSS\tmax 1st delivery\tlost/dup\tpaced max dev\tlongest gap\tstatus\tnotes\t")
+	fmt.Fprintln(tw, "budgets\tcoord bytes\tcoord records\tlargest rec\taborted (steady)\tworkers CPU (steady)\treq/s a worker (steady)\tmax peak RSS\tmax 1st delivery\tlost/dup\tpaced max dev\tlongest gap\tstatus\tnotes\t")
 	for _, r := range rows {
 		var rss int64
 		var first *float64
+		reqLo, reqHi := math.Inf(1), 0.0
 		for _, w := range r.Workers {
 			rss = max(rss, w.PeakRSS)
+			reqLo, reqHi = min(reqLo, w.RequestsSteady), max(reqHi, w.RequestsSteady)
 			if w.FirstDelivery != nil && (first == nil || *w.FirstDelivery > *first) {
 				first = w.FirstDelivery
 			}
@@ -116,9 +122,12 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if r.Churn != nil {
 			gap = fmt.Sprintf("%s / %.2fs churn", gap, r.Churn.LongestGap)
 		}
-		fmt.Fprintf(tw, "%d\t%.2fx\t%.2fx\t%s\t%.0f (%.0f)\t%.2f (%.2f)\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t\n",
+		if len(r.Workers) == 0 {
+			reqLo = 0
+		}
+		fmt.Fprintf(tw, "%d\t%.2fx\t%.2fx\t%s\t%.0f (%.0f)\t%.2f (%.2f)\t%.0f–%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t\n",
 			r.Budgets, r.BytesRatio, r.RecordsRatio, size(r.Coordination.Largest), r.Transactions.Aborted, r.Transactions.AbortedSteady,
-			r.CPU, r.CPUSteady, size(rss), secs(first), r.IDs.Lost, r.IDs.Duplicated, pct(r), gap, secs(r.StatusSeconds), strings.Join(r.Notes, "; "))
+			r.CPU, r.CPUSteady, reqLo, reqHi, size(rss), secs(first), r.IDs.Lost, r.IDs.Duplicated, pct(r), gap, secs(r.StatusSeconds), strings.Join(r.Notes, "; "))
 	}
 	return tw.Flush()
 }
