@@ -69,6 +69,11 @@ type Controller struct {
 	// whether it was busy then.
 	stamp   uint64
 	wasBusy bool
+	// slack: the last tune found the budget far from binding (slackAfter);
+	// a Tune then leaves it to the next Sync. skipped: a Tune did, while
+	// it was busy.
+	slack   atomic.Bool
+	skipped bool
 
 	mu    sync.Mutex
 	b     Budget

@@ -120,7 +120,8 @@
 // peers at once (Peers), knows the node offered nothing for the budget
 // before it, and takes the exchange's lateness the node's other
 // controllers learnt. Tune and Sync visit only the controllers with
-// traffic since their last visit, or due (IdleRetune, a period's end);
+// traffic since their last visit, or due (IdleRetune, a period's end),
+// and Tune leaves those of budgets far from their targets to Sync;
 // sources list the lanes whose counters changed (Source.Changed) for
 // publication.
 //

@@ -120,6 +120,61 @@ func TestVisitRule(t *testing.T) {
 	}
 }
 
+// A busy controller of a budget its traffic cannot exhaust is visited by
+// Tune until its warm-up ends, then by Sync only; it passes every event
+// meanwhile. Once what is left comes within four times the traffic to the
+// period's end (the target lowered), Tune visits it again.
+func TestSlackLeftToSync(t *testing.T) {
+	ex := &MemoryExchange{}
+	far := Budget{Name: "far", Target: 1e9, Begin: t0, End: at(time.Hour)}
+	tree := mustTree(t, []Budget{far}, Peers(ex))
+	l := mustOpen(t, tree, "p0", t0).Lane("far")
+	last := func() time.Duration { return tree.Controller("far").Snapshot().At.Sub(t0) }
+	round := func(k int) time.Duration {
+		now := time.Duration(k) * 100 * time.Millisecond
+		if v := offer(l, at(now), 100*time.Millisecond, 10, 0); v != 10 && k <= 150 {
+			t.Fatalf("at %v: %d of 10 events passed", now, v)
+		}
+		if k%10 == 0 {
+			tree.Sync(at(now), ex)
+		} else {
+			tree.Tune(at(now))
+		}
+		return now
+	}
+	for k := 1; k <= 30; k++ { // 3 s: warming up, visited every round
+		if now := round(k); last() != now {
+			t.Fatalf("warming up, after the round at %v: last visit %v", now, last())
+		}
+	}
+	slackRounds := 0
+	for k := 31; k <= 150; k++ {
+		now := round(k)
+		switch {
+		case k%10 == 0 && last() != now:
+			t.Fatalf("the Sync at %v did not visit it (last %v)", now, last())
+		case k%10 != 0 && last() != now:
+			slackRounds++
+		}
+	}
+	// The warm-up ends at 5 s (two sync intervals and StaleAfter after
+	// the first tune); the Tunes from then to 15 s are 90.
+	if slackRounds < 80 || slackRounds > 90 {
+		t.Fatalf("left to Sync in %d Tunes from 3 s to 15 s, want 80 to 90 (those after the warm-up)", slackRounds)
+	}
+	// Lowered to a target its traffic can exhaust: Tune visits it again.
+	near := far
+	near.Target = 2000
+	if _, err := tree.Apply([]Change{{Budget: near}}, at(15*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	round(151)
+	round(152)
+	if now := round(153); last() != now {
+		t.Fatalf("a budget near its target, after the round at %v: last visit %v", now, last())
+	}
+}
+
 // A controller left out of the rounds while its lanes were idle measures
 // the same local rate, once traffic resumes, as one visited every round.
 func TestIdleSpellRate(t *testing.T) {

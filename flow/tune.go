@@ -28,6 +28,20 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	c.guard(t, &e, g, q, prm)
 	c.params.Store(prm)
 	c.record(t, &e, g, prm, synced)
+	c.slack.Store(c.slackAfter(t, &e, prm))
+}
+
+// slackAfter reports whether the tune at t left a budget that its traffic
+// cannot exhaust passing every event: an unscored pass budget, not a delay
+// budget, measured and past its warm-up (its estimates settled), passing
+// at a fraction of 1, whose allowance is free (guard: what is left is more
+// than four times what the cluster offers until the end of the period),
+// outside its closing stretch. Until the next Sync its parameters stay
+// right, and the allowance bounds what its lanes pass by the node's part
+// of what is left.
+func (c *Controller) slackAfter(t int64, e *estimate, prm *params) bool {
+	return c.sk == nil && c.conv == nil && !c.b.Delay && !c.single && !prm.cold && !prm.exhausted && t >= c.warmUntil &&
+		prm.allow != nil && prm.allow.free > 0 && prm.p >= 1 && prm.nextP >= 1 && !c.lastReports(t, e)
 }
 
 // progress reads the achieved amount at t; for reward budgets it also

@@ -15,7 +15,13 @@ import (
 //   - busy: a lane of it, or of one of its descendants, counted an event
 //     or a reward since its last visit (the lane marks the controllers;
 //     Sync also visits those that a Tune visited busy since the last
-//     Sync);
+//     Sync). A Tune leaves a busy controller whose last visit found it
+//     slack to the next Sync: a budget its traffic cannot exhaust (its
+//     allowance is free: what is left is more than four times what the
+//     cluster offers until the period's end), passing every event, past
+//     its warm-up and outside its closing stretch, whose parameters the
+//     traffic of one more sync interval cannot change; its allowance
+//     still bounds what its lanes pass by the node's part of what is left;
 //   - due: the instant of the round has reached the earliest of
 //   - its last visit plus IdleRetune, while it has open lanes (their next
 //     event is then decided on a picture at most that old);
@@ -104,6 +110,14 @@ func (t *Tree) gather(n int64, sync bool) []*Controller {
 	defer t.mu.Unlock()
 	for _, c := range busy {
 		c.busy.Store(false) // before the visit reads the counters
+		if !sync && c.slack.Load() && c.idx >= 0 {
+			c.skipped = true
+			if !c.pending {
+				c.pending = true
+				t.pending = append(t.pending, c)
+			}
+			continue
+		}
 		add(c, true)
 	}
 	clear(busy)
@@ -152,7 +166,11 @@ func (t *Tree) visit(c *Controller, n, prev int64, ex Exchange, sync bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.fillGap(prev)
+	if c.skipped {
+		c.skipped = false // busy all along: the visit's counts are since the last
+	} else {
+		c.fillGap(prev)
+	}
 	if ex != nil {
 		c.syncLocked(n, t.reps)
 		c.synced = n
