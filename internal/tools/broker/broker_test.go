@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -179,5 +182,20 @@ func TestDataDirPrivate(t *testing.T) {
 		if err != nil || st.Mode().Perm() != 0o700 {
 			t.Fatalf("data dir %s: mode %v (%v), want 0700", dir, st.Mode().Perm(), err)
 		}
+	}
+}
+
+// kfake's warnings reach the log as warnings, but for its timing of a
+// slow EndTxn, a debug line: a loaded machine trips its 5 ms threshold.
+func TestKfakeLoggerLevels(t *testing.T) {
+	var buf bytes.Buffer
+	l := kfakeLogger{zerolog.New(&buf).Level(zerolog.InfoLevel)}
+	l.Logf(kfake.LogLevelWarn, "txn: EndTxn slow pid=%d epoch=%d elapsed=%dms batches=%d groups=%d", 1, 2, 6, 3, 1)
+	if buf.Len() != 0 {
+		t.Fatalf("a slow EndTxn logged at info level: %s", buf.String())
+	}
+	l.Logf(kfake.LogLevelWarn, "something else %d", 1)
+	if !strings.Contains(buf.String(), `"level":"warn"`) || !strings.Contains(buf.String(), "something else 1") {
+		t.Fatalf("a kfake warning logged as %q", buf.String())
 	}
 }
