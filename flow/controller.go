@@ -101,7 +101,11 @@ type Controller struct {
 	// peer is stale only once its report is older than staleAfter plus
 	// this.
 	lateness int64
-	single   bool // the last tune found one node at a time to pass (guard.go)
+	// down: the last estimate found no peer fresh (the exchange down);
+	// upAt: when an estimate last found one fresh again after that
+	down   bool
+	upAt   int64
+	single bool // the last tune found one node at a time to pass (guard.go)
 	// The closing stretch (closing.go): the own lanes' smoothed offered
 	// rates summed, and the cluster's (with the fresh peers'), as of the
 	// last tune; the period whose stretch began at closeAt (MaxInt64:
@@ -310,6 +314,11 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 		}
 		p := c.newPeer(l.source)
 		p.rep, p.at, p.smooth = r, t, l.view
+		// Its new owner carries on with its traffic: until that one's
+		// reports come, the source passes as it did here.
+		if s := r.Since.UnixNano(); t-s >= int64(c.cfg.tune) {
+			c.rates(p, &r, Counters{}, s)
+		}
 		c.addPeer(p) // in the lane's place
 		if len(c.laneList) == 0 {
 			c.emptySince = t

@@ -31,12 +31,15 @@
 //     report is older than StaleAfter plus the exchange's lateness (how
 //     much later than two sync intervals reports have been arriving, learnt
 //     from the reports themselves); a stale peer is counted at its report
-//     plus what it may have passed in a sync interval since. Sources not
-//     heard from yet, and all of them when the exchange is down, are
-//     assumed to carry what the sources heard from carry, this node holding
-//     its share (Tree.SetShare); what they passed before is filled in so
-//     only in a controller's first warm-up (a source it has not heard from
-//     after listening that long is new, and has passed nothing);
+//     plus what it may have passed in a sync interval since, unless no
+//     peer is fresh (the exchange is down): then every peer is extrapolated
+//     and counted at its last rates, so that every node takes the cluster
+//     for the same and passes the same fraction. Sources not heard from
+//     yet are assumed to carry what the sources heard from carry, this
+//     node holding its share (Tree.SetShare); what they passed before is
+//     filled in so only in a controller's first warm-up (a source it has
+//     not heard from after listening that long is new, and has passed
+//     nothing);
 //   - computes the wanted cluster pass rate: what follows the ideal curve
 //     (the target spread evenly over the window or period, finishing
 //     Reserve before its end) from the amount achieved, making up a lag or

@@ -35,12 +35,12 @@ func (c *Controller) estimate(t int64) estimate {
 	}
 	c.partsFrom = c.partsAt(t)
 	c.addOwn(t, &e)
-	knownRate, known := c.addPeers(t, &e)
-	// The cluster rate is the sum of the known sources' rates. While some
-	// are not known yet (the first syncs after a start or a rebalance), or
-	// when no peer is heard at all (the exchange is down), the unknown
-	// sources are assumed to carry the average of the known ones, counting
-	// this node as holding its share of the cluster.
+	knownRate, known, fresh := c.addPeers(t, &e)
+	// The cluster rate is the sum of the known sources' rates (the
+	// fresh ones', or every one's while the exchange is down). While some
+	// are not known yet (the first syncs after a start or a rebalance),
+	// the unknown sources are assumed to carry the average of the known
+	// ones, counting this node as holding its share of the cluster.
 	// What the peers passed since their reports is estimated, with the
 	// error their next reports show: the hard stop reserves twice that
 	// (the errors of n peers adding up as sqrt(n)).
@@ -51,7 +51,7 @@ func (c *Controller) estimate(t int64) estimate {
 		err = c.closeErr
 	}
 	e.margin = 2 * err * math.Sqrt(e.extrapolated)
-	e.peersKnown = known > 0
+	e.peersKnown = fresh > 0
 	e.rate = knownRate
 	own := 1.0 / c.share
 	if t < c.warmUntil || known == 0 {
@@ -133,15 +133,23 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 }
 
 // addPeers adds the peers' sources to e: reported, and extrapolated while
-// fresh. It returns the own rate plus the fresh peers' known rates, and how
-// many peers these are.
+// fresh. It returns the own rate plus the known rates of the peers it
+// extrapolates, how many peers these are, and how many of them are fresh.
 //
 // When no peer is fresh the exchange is most likely down rather than every
-// peer gone: the peers are then extrapolated too, as the cluster rate
-// assumes they carry on, else their passes since their last reports would
-// look like a lag that this node alone makes up (an overspend).
-func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known int) {
+// peer gone: the peers are then extrapolated too, and their rates count in
+// the cluster's, as they carry on, else their passes since their last
+// reports would look like a lag that this node alone makes up (an
+// overspend). Every node then takes the cluster's rate for the same, the
+// sum of the rates its sources last reported (following the own traffic
+// through a surge, see peerRate), and passes the same fraction of its
+// traffic, the fraction each extrapolates its peers' passes with.
+func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known, fresh int) {
 	stale, anyFresh := c.stale(), c.anyFresh(t)
+	if anyFresh && c.down {
+		c.upAt = t
+	}
+	c.down = !anyFresh
 	knownRate = e.ownRate
 	// The smoothed cluster rate, which sets the parts of the closing
 	// stretch (closing.go), before the peers' passes are estimated from it.
@@ -152,28 +160,34 @@ func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known in
 		}
 	}
 	for _, p := range c.peerList {
-		fresh := t-p.at <= stale
+		isFresh := t-p.at <= stale
 		e.totalPassed += float64(p.rep.Total.Passed)
 		e.totalRewards += p.rep.Total.Rewards
 		from, ok := c.addReported(p, e)
 		if !ok {
 			continue
 		}
-		if !fresh && anyFresh {
+		// A peer last heard before the exchange came back is still in
+		// the outage until it could have published since.
+		inOutage := !anyFresh || p.at < c.upAt && t-c.upAt <= stale
+		if !isFresh && !inOutage {
 			// Gone quiet: it published at least every sync interval
 			// while it was heard from.
 			e.reserve += p.passRate * float64(min(t-from, int64(c.cfg.sync))) / 1e9
 			continue
 		}
-		if fresh && p.rateKnown && p.rep.Total.Offered > 0 {
+		if p.rateKnown && p.rep.Total.Offered > 0 {
 			knownRate += c.peerRate(p, e.ownRate)
 			known++
+			if isFresh {
+				fresh++
+			}
 		}
 		if t > from {
 			c.extrapolate(p, t, from, e)
 		}
 	}
-	return knownRate, known
+	return knownRate, known, fresh
 }
 
 // addReported adds what a peer source reported for the current period and

@@ -24,6 +24,10 @@ type peer struct {
 	burst bool
 	// smooth: its offered rate smoothed over its reports (closing.go)
 	smooth smoothed
+	// heard: its report came through the exchange (not the last one of
+	// a lane that closed here), so its age tells whether the exchange is
+	// up (anyFresh)
+	heard bool
 }
 
 // sourceRef is what a controller holds of one source: this node's open
@@ -140,7 +144,7 @@ func (c *Controller) take(p *peer, r *Report, t int64) (interval int64, ok bool)
 			c.rates(p, r, p.rep.Total, p.at)
 		}
 	}
-	p.rep, p.at = *r, at
+	p.rep, p.at, p.heard = *r, at, true
 	p.smooth.add(r)
 	return interval, ok
 }
@@ -193,10 +197,13 @@ func (c *Controller) relate(p *peer, from, at int64) {
 // source's current traffic.
 func (c *Controller) stale() int64 { return int64(c.cfg.staleAfter) + c.lateness }
 
-// anyFresh reports whether some peer's report is fresh at t.
+// anyFresh reports whether some peer's report that came through the
+// exchange is fresh at t: whether the exchange is up. The last report of
+// a lane that closed here is fresh too, but tells nothing of the
+// exchange (a partition that moves away while the exchange is down).
 func (c *Controller) anyFresh(t int64) bool {
 	for _, p := range c.peerList {
-		if t-p.at <= c.stale() {
+		if p.heard && t-p.at <= c.stale() {
 			return true
 		}
 	}

@@ -366,9 +366,9 @@ func (t *Tree) exchange() Exchange {
 
 // SetShare sets this node's share of the cluster's traffic sources (e.g.
 // its assigned partitions over all partitions, or 1/N of N nodes). It is
-// used until peers' reports tell the real traffic, and whenever no peer is
-// heard from. Call it on every membership change. The controllers it
-// changes are visited at the next Tune or Sync.
+// used until peers' reports tell the real traffic. Call it on every
+// membership change. The controllers it changes are visited at the next
+// Tune or Sync.
 func (t *Tree) SetShare(f float64) {
 	if !(f > 0 && f <= 1) {
 		return
