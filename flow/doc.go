@@ -33,8 +33,8 @@
 //     from the reports themselves); a stale peer is counted at its report
 //     plus what it may have passed in a sync interval since, unless no
 //     peer is fresh (the exchange is down): then every peer is extrapolated
-//     and counted at its last rates, so that every node takes the cluster
-//     for the same and passes the same fraction. Sources not heard from
+//     and counted at its rates over its last reports, so that every node
+//     takes the cluster for the same and passes the same fraction. Sources not heard from
 //     yet are assumed to carry what the sources heard from carry, this
 //     node holding its share (Tree.SetShare); what they passed before is
 //     filled in so only in a controller's first warm-up (a source it has

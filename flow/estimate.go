@@ -141,9 +141,10 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 // the cluster's, as they carry on, else their passes since their last
 // reports would look like a lag that this node alone makes up (an
 // overspend). Every node then takes the cluster's rate for the same, the
-// sum of the rates its sources last reported (following the own traffic
-// through a surge, see peerRate), and passes the same fraction of its
-// traffic, the fraction each extrapolates its peers' passes with.
+// sum of its sources' rates over their last reports (holdRates; following
+// the own traffic through a surge, see peerRate), and passes the same
+// fraction of its traffic, the fraction each extrapolates its peers'
+// passes with.
 func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known, fresh int) {
 	stale, anyFresh := c.stale(), c.anyFresh(t)
 	if anyFresh && c.down {
@@ -175,6 +176,9 @@ func (c *Controller) addPeers(t int64, e *estimate) (knownRate float64, known, f
 			// while it was heard from.
 			e.reserve += p.passRate * float64(min(t-from, int64(c.cfg.sync))) / 1e9
 			continue
+		}
+		if !isFresh && !p.held && p.rateKnown {
+			c.holdRates(p)
 		}
 		if p.rateKnown && p.rep.Total.Offered > 0 {
 			knownRate += c.peerRate(p, e.ownRate)

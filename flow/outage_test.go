@@ -63,18 +63,38 @@ func TestExchangeOutage(t *testing.T) {
 //
 // And the same with a partition that moves in the outage: the last
 // report of the lane that closed tells nothing of the exchange, and the
-// source's passes on its new node are estimated at the rates it had.
+// source's passes on its new node are estimated at the rates it had. And
+// with the busiest node's traffic paused for half the span of its last
+// report before the outage: once that report is stale, its peers take its
+// traffic for what it offered over its last reports (holdRates), not over
+// that span alone. Until then (StaleAfter, 3 s) they extrapolate the
+// span's rate, as they would any fresh report's, and pass more: the case
+// has wider bounds (without holdRates: 2,450 passes, 1.23×, and an
+// estimate 501 off).
 func TestExchangeOutageUnevenTraffic(t *testing.T) {
-	for _, move := range []bool{false, true} {
-		t.Run(fmt.Sprintf("move=%v", move), func(t *testing.T) {
-			inOutage, passed, worst := unevenOutage(t, move)
+	for _, tc := range []struct {
+		name  string
+		event func(k int) string
+		tol   float64 // of the ideal: the outage's passes, and the estimates' error
+	}{
+		{"steady", func(int) string { return "" }, 0.05},
+		{"partition moves", func(k int) string { return map[int]string{120: "move"}[k] }, 0.05},
+		{"node paused before", func(k int) string {
+			if k >= 95 && k < 100 {
+				return "pause"
+			}
+			return ""
+		}, 0.15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inOutage, passed, worst := unevenOutage(t, tc.event)
 			ideal := 10000 * 8.0 / 40
 			t.Logf("passes: %d during the 8 s outage (ideal %.0f), worst estimate error %.0f; %d in the window", inOutage, ideal, worst, passed)
-			if float64(inOutage) > 1.05*ideal || float64(inOutage) < 0.95*ideal {
-				t.Errorf("%d passes during the outage, want within 5%% of the ideal %.0f", inOutage, ideal)
+			if d := float64(inOutage)/ideal - 1; d > tc.tol || d < -tc.tol {
+				t.Errorf("%d passes during the outage, want within %.0f%% of the ideal %.0f", inOutage, 100*tc.tol, ideal)
 			}
-			if worst > 0.05*ideal {
-				t.Errorf("a node's estimate of the cluster's passes was %.0f off during the outage, want within %.0f", worst, 0.05*ideal)
+			if worst > tc.tol*ideal {
+				t.Errorf("a node's estimate of the cluster's passes was %.0f off during the outage, want within %.0f", worst, tc.tol*ideal)
 			}
 			if passed > 10050 || passed < 9950 {
 				t.Errorf("%d passes in the window, want within 0.5%% of 10000", passed)
@@ -85,11 +105,12 @@ func TestExchangeOutageUnevenTraffic(t *testing.T) {
 
 // unevenOutage runs three nodes of 4 sources each, reading 600, 250 and
 // 150 events/s, through an outage of the exchange from 10 to 18 s of a
-// 40 s window of 10,000; with move, node 0's first source moves to node 1
-// at 12 s. It returns the passes in the outage and in the window, and
+// 40 s window of 10,000. event(k) says what happens at step k (100 ms
+// each): "move", node 0's first source moves to node 1; "pause", node 0
+// gets no events. It returns the passes in the outage and in the window, and
 // the largest error of a node's estimate of the cluster's passes in the
 // outage.
-func unevenOutage(t *testing.T, move bool) (inOutage, passed int, worst float64) {
+func unevenOutage(t *testing.T, event func(k int) string) (inOutage, passed int, worst float64) {
 	const nodes, lanesPer = 3, 4
 	perStep := [nodes]int{60, 25, 15} // events per 100 ms
 	b := []Budget{{Name: "c", Target: 10000, Begin: t0, End: at(40 * time.Second)}}
@@ -104,12 +125,13 @@ func unevenOutage(t *testing.T, move bool) (inOutage, passed int, worst float64)
 			srcs[i] = append(srcs[i], mustOpen(t, tr, fmt.Sprintf("p%d", i*lanesPer+j), t0))
 		}
 	}
-	const from, to, moveAt = 10 * time.Second, 18 * time.Second, 12 * time.Second
+	const from, to = 10 * time.Second, 18 * time.Second
 	outage := func(now time.Duration) bool { return now >= from && now < to }
 	var reports []Report
 	for k := 0; k < 400; k++ { // 40 s in 100 ms steps
 		now := time.Duration(k) * 100 * time.Millisecond
-		if move && now == moveAt {
+		ev := event(k)
+		if ev == "move" {
 			closed := trees[0].Close(srcs[0][0], at(now))
 			s, err := trees[1].Open("p0", at(now), func(string) (Report, bool) { return closed[0], true })
 			if err != nil {
@@ -120,9 +142,13 @@ func unevenOutage(t *testing.T, move bool) (inOutage, passed int, worst float64)
 		}
 		for i, tr := range trees {
 			tr.Tune(at(now))
+			step := perStep[i]
+			if i == 0 && ev == "pause" {
+				step = 0
+			}
 			for j, s := range srcs[i] {
-				n := perStep[i] / len(srcs[i])
-				if j < perStep[i]%len(srcs[i]) {
+				n := step / len(srcs[i])
+				if j < step%len(srcs[i]) {
 					n++
 				}
 				p := offer(s.Lane("c"), at(now), 100*time.Millisecond, n, 0)

@@ -28,6 +28,9 @@ type peer struct {
 	// a lane that closed here), so its age tells whether the exchange is
 	// up (anyFresh)
 	heard bool
+	// held: its rates were set to its smoothed ones for an outage of the
+	// exchange (holdRates), until its next report
+	held bool
 }
 
 // sourceRef is what a controller holds of one source: this node's open
@@ -144,7 +147,7 @@ func (c *Controller) take(p *peer, r *Report, t int64) (interval int64, ok bool)
 			c.rates(p, r, p.rep.Total, p.at)
 		}
 	}
-	p.rep, p.at, p.heard = *r, at, true
+	p.rep, p.at, p.heard, p.held = *r, at, true, false
 	p.smooth.add(r)
 	return interval, ok
 }
@@ -160,6 +163,28 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	p.rateKnown = true
 	p.burst = surged(p.offRate*dt, dt, c.rateOf(&p.smooth, from))
 	c.relate(p, from, at)
+}
+
+// holdRates sets peer p's rates, for an outage of the exchange, to its
+// offered rate over its last reports (rateMemory sync intervals), its
+// pass rate and its ratio to the own traffic in proportion. The span of
+// its last report alone may have caught a pause of its node (a collection,
+// a starved process): standing for its traffic through the whole outage,
+// it would make every node take the cluster for quieter than it is, and
+// pass more (a rate near zero moves the cluster's far more than a
+// backlog's rate twice the usual).
+func (c *Controller) holdRates(p *peer) {
+	p.held = true
+	r := c.rateOf(&p.smooth, p.at)
+	if !(r > 0) {
+		return
+	}
+	if p.offRate > 0 {
+		k := r / p.offRate
+		p.passRate *= k
+		p.ratio *= k
+	}
+	p.offRate = r
 }
 
 // relateMin is how many events the own lanes must have offered over a
