@@ -316,7 +316,7 @@ func (p *KafkaPool) Close() {
 		}
 	}
 	if p.Dir != "" {
-		os.RemoveAll(p.Dir)
+		memdir.RemoveAll(p.Dir)
 	}
 }
 

@@ -247,7 +247,7 @@ func BrokerDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { memdir.RemoveAll(dir) })
 	return dir
 }
 

@@ -19,3 +19,10 @@ func memDir() string {
 	}
 	return dir
 }
+
+// alive reports whether process pid exists (one of another user counts:
+// its directory is not this process's to remove).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

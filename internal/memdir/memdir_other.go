@@ -4,3 +4,6 @@ package memdir
 
 // memDir returns "": only Linux's /dev/shm is looked for.
 func memDir() string { return "" }
+
+// alive is not asked: without memDir, nothing is swept.
+func alive(int) bool { return true }

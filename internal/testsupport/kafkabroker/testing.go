@@ -22,7 +22,7 @@ func Start(t testing.TB, opts ...Opt) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { memdir.RemoveAll(dir) })
 	b, err := New(dir, opts...)
 	if err != nil {
 		t.Fatalf("starting Apache Kafka %s: %v", Version(), err)

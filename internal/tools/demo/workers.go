@@ -3,7 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -35,7 +34,7 @@ func startBroker(ctx context.Context, c Config) (brokers []string, adm *kadm.Cli
 		if err != nil {
 			return nil, nil, stop, err
 		}
-		stops = append(stops, func() { os.RemoveAll(d) })
+		stops = append(stops, func() { memdir.RemoveAll(d) })
 		dir = d
 	}
 	b, err := broker.Start(ctx, broker.Addr("127.0.0.1:0"), broker.DataDir(dir), broker.Partitions(c.Partitions),
