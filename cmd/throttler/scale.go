@@ -39,6 +39,11 @@ deliveries of an input partition (in the steady state, and while budgets
 change); and the time of 'throttler status --top 10'. docs/scale.md
 describes each figure.
 
+Before the rows, --yardstick N runs 'throttler bench' over N records (kfake
+in a process of its own, exactly-once, one budget, median of 3 rounds) and
+prints the passthrough's and the pipeline's records/s under the table: the
+machine's speed, so that figures of two machines can be compared (0: skip).
+
 Prints a table on stdout, one line a row, and with --json FILE writes the
 report as JSON (version 1) to FILE ('-': stdout, the table then going to
 stderr). A row whose workers deliver nothing says so: every wait has a
@@ -64,6 +69,7 @@ plus a minute or two.`,
 		fs.StringVar(&c.Dir, "dir", "", "`directory` of the brokers' data, configs and logs (default: a temporary one, removed)")
 		fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory")
 		fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each worker to `directory`/budgets-B-worker-N.prof")
+		fs.IntVar(&c.Yardstick, "yardstick", scale.DefaultYardstick, "before the rows, run throttler bench over this many `records`: the machine's speed beside the figures (0: none)")
 		jsonOut := fs.String("json", "", "write the JSON report to `file` ('-': stdout)")
 		return func(ctx context.Context, e *env) error {
 			for _, s := range strings.Split(*budgets, ",") {
@@ -104,6 +110,9 @@ plus a minute or two.`,
 				return err
 			}
 			if werr := scale.WriteTable(table, rep.Rows); werr != nil && err == nil {
+				err = werr
+			}
+			if werr := scale.WriteYardstick(table, rep.Yardstick); werr != nil && err == nil {
 				err = werr
 			}
 			if *jsonOut != "" {

@@ -29,7 +29,7 @@ func TestRunSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := Config{Budgets: []int{60}, Partitions: 4, Workers: 2, Rate: 500, Duration: 6 * time.Second, Skew: DefaultSkew,
-		ViaControl: true, ChurnRate: 30, Dir: filepath.Join(dir, "run"), Keep: true, Binary: bin,
+		ViaControl: true, ChurnRate: 30, Dir: filepath.Join(dir, "run"), Keep: true, Binary: bin, Yardstick: 20_000,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}
 	rep, err := Run(ctx, c, nil)
 	if err != nil {
@@ -37,6 +37,9 @@ func TestRunSmall(t *testing.T) {
 	}
 	if len(rep.Rows) != 1 {
 		t.Fatalf("rows %+v", rep.Rows)
+	}
+	if y := rep.Yardstick; y == nil || !(y.PassthroughRPS > 0) || !(y.PipelineRPS > 0) || y.Records != 20_000 {
+		t.Errorf("yardstick %+v", y)
 	}
 	r := rep.Rows[0]
 	if len(r.Notes) > 0 {

@@ -132,6 +132,17 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return tw.Flush()
 }
 
+// WriteYardstick prints the machine's speed the rows were measured at, a
+// line; nothing when it was not measured.
+func WriteYardstick(w io.Writer, y *Yardstick) error {
+	if y == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "machine yardstick (throttler bench, kfake, exactly-once, one budget, %d records, median of %d rounds): passthrough %.2f M records/s, pipeline %.2f M records/s\n",
+		y.Records, y.Rounds, y.PassthroughRPS/1e6, y.PipelineRPS/1e6)
+	return err
+}
+
 func pct(r Row) string {
 	if len(r.Paced) == 0 {
 		return "-"

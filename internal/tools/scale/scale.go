@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/throttler/throttler/internal/tools/bench"
 )
 
 // ErrConfig is wrapped by the errors of an invalid Config.
@@ -57,6 +59,9 @@ const (
 	DefaultSkew       = 1.1
 	DefaultUsers      = 10_000
 	DefaultMaxRSS     = 3 << 30
+	// DefaultYardstick is the records of the CLI's yardstick
+	// (Config.Yardstick): about a second a round on a 2-core machine.
+	DefaultYardstick = 1_000_000
 )
 
 // DefaultBudgets are the rows of a run.
@@ -97,6 +102,11 @@ type Config struct {
 	ProfileDir string
 	// Binary is the throttler executable to run; default this one.
 	Binary string
+	// Yardstick, when above 0, runs `throttler bench` (kfake in a process
+	// of its own, exactly-once, one budget) over that many records before
+	// the rows: the passthrough's and the pipeline's records/s name the
+	// machine's speed beside its figures (Report.Yardstick).
+	Yardstick int
 	// Log receives progress.
 	Log zerolog.Logger
 }
@@ -167,6 +177,8 @@ func (c *Config) check() error {
 		return bad("churn rate must be at least 0, got %v", c.ChurnRate)
 	case c.FirstDelivery < 0 || c.Drain < 0 || c.MaxRSS < 0:
 		return bad("timeouts and the RSS limit must not be negative")
+	case c.Yardstick < 0:
+		return bad("yardstick records must be at least 0, got %d", c.Yardstick)
 	}
 	return nil
 }
@@ -193,6 +205,31 @@ type Report struct {
 		ChurnRate  float64 `json:"churn_rate"`
 	} `json:"config"`
 	Rows []Row `json:"rows"`
+	// Yardstick is the machine's speed, measured before the rows
+	// (Config.Yardstick); nil when not measured.
+	Yardstick *Yardstick `json:"yardstick,omitempty"`
+}
+
+// Yardstick is what `throttler bench` measured before the rows: the
+// medians, over Rounds rounds of Records records, of the raw
+// passthrough's and of the pipeline's records/s.
+type Yardstick struct {
+	Records        int     `json:"records"`
+	Rounds         int     `json:"rounds"`
+	PassthroughRPS float64 `json:"passthrough_rps"`
+	PipelineRPS    float64 `json:"pipeline_rps"`
+}
+
+// yardstickRounds is the number of rounds of Config.Yardstick.
+const yardstickRounds = 3
+
+// measureYardstick runs the bench of Config.Yardstick.
+func measureYardstick(ctx context.Context, c *Config) (*Yardstick, error) {
+	res, err := bench.Run(ctx, bench.Config{Records: c.Yardstick, Rounds: yardstickRounds, Log: c.Log})
+	if err != nil {
+		return nil, fmt.Errorf("yardstick: %w", err)
+	}
+	return &Yardstick{Records: c.Yardstick, Rounds: yardstickRounds, PassthroughRPS: res.PassthroughRPS, PipelineRPS: res.PipelineRPS}, nil
 }
 
 // Run runs a row per budget count, in order; onRow, if not nil, gets each
@@ -214,6 +251,13 @@ func Run(ctx context.Context, c Config, onRow func(Row)) (Report, error) {
 		if !c.Keep {
 			defer os.RemoveAll(dir)
 		}
+	}
+	if c.Yardstick > 0 {
+		y, err := measureYardstick(ctx, &c)
+		if err != nil {
+			return r, err
+		}
+		r.Yardstick = y
 	}
 	for _, b := range c.Budgets {
 		if ctx.Err() != nil {

@@ -125,7 +125,7 @@ func TestRowBudgets(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []Config{{Budgets: []int{5}}, {Rate: -1}, {Duration: time.Second}, {PacedShare: 1},
-		{Skew: 0.5}, {Delivery: "twice"}, {ChurnRate: -1}} {
+		{Skew: 0.5}, {Delivery: "twice"}, {ChurnRate: -1}, {Yardstick: -1}} {
 		c.Binary = "throttler"
 		if err := c.defaults(); err == nil || !strings.Contains(err.Error(), "invalid scale config") {
 			t.Errorf("%+v: %v", c, err)
