@@ -32,13 +32,16 @@ printed without holding its status; with --top only the N best are kept.
 
 --json prints the same as one JSON document (version 1; docs/configuration.md,
 "throttler status", describes its fields; with --budget or --top it adds
-"query" and counts the matching budgets in "budgets_matched"). Exit status 0
+"query" and counts the matching budgets in "budgets_matched"). --cpuprofile
+FILE writes a Go CPU profile of the command to FILE ('go tool pprof FILE'),
+to find where a slow status spends its time. Exit status 0
 when it printed, 1 when the topic cannot be read, 2 for a bad flag.`,
 	setup: func(fs *flag.FlagSet) action {
 		kf := addKafkaFlags(fs)
 		topic := fs.String("stats-topic", "throttler.stats", "the stats `topic` (a config's topics.stats; default <group>.stats)")
 		asJSON := fs.Bool("json", false, "print one JSON document instead of tables")
 		timeout := fs.Duration("timeout", 30*time.Second, "give up reading the topic after this `duration`")
+		cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the command to `file`")
 		var q clusterstatus.Query
 		fs.Func("budget", "show the budget of this `name` or glob (repeatable)", func(s string) error {
 			if s == "" {
@@ -64,6 +67,16 @@ when it printed, 1 when the topic cannot be read, 2 for a bad flag.`,
 			}
 			if err := q.Check(); err != nil {
 				return badFlag("budget", "%v", err)
+			}
+			if err := checkOutFile("cpuprofile", *cpuProfile); err != nil {
+				return err
+			}
+			if *cpuProfile != "" {
+				stop, err := startCPUProfile(*cpuProfile)
+				if err != nil {
+					return badFlag("cpuprofile", "%v", err)
+				}
+				defer stop()
 			}
 			view, err := openView(ctx, opts, *topic, *timeout)
 			if err != nil {

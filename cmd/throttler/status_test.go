@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,9 +143,13 @@ func TestStatusCommand(t *testing.T) {
 	}
 	t.Logf("ui/color p %.4g, skew/arm p %.3g", ui.SRM.P, skew.SRM.P)
 
-	code, stdout, stderr = runCLI(t, ctx, "status", "--brokers", addr, "--stats-topic", "g.stats")
+	prof := filepath.Join(t.TempDir(), "status.prof")
+	code, stdout, stderr = runCLI(t, ctx, "status", "--brokers", addr, "--stats-topic", "g.stats", "--cpuprofile", prof)
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Errorf("--cpuprofile %s: %v, %v", prof, st, err)
 	}
 	t.Logf("text output:\n%s", stdout)
 	for _, want := range []string{"spring", "6000", "+0.00%", "0.5000", "hourly", "ui/color", "red", "49.90%", "over limit -> output", "skew/arm", clusterstatus.MismatchMark} {
@@ -171,6 +177,7 @@ func TestStatusErrors(t *testing.T) {
 		{[]string{"status", "--brokers", addr, "--timeout", "0s"}, 2, "--timeout: must be positive"},
 		{[]string{"status", "--brokers", addr, "--json=maybe"}, 2, "--json"},
 		{[]string{"status", "--brokers", addr, "extra"}, 2, "unexpected argument"},
+		{[]string{"status", "--brokers", addr, "--cpuprofile", t.TempDir()}, 2, "is a directory"},
 		{[]string{"status", "--brokers", addr, "--stats-topic", "nope"}, 1, `stats topic "nope" not found`},
 	} {
 		code, _, stderr := runCLI(t, ctx, c.args...)
