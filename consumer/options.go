@@ -341,6 +341,19 @@ func fetchMaxWait(commit time.Duration) time.Duration {
 	return max(min(commit, DefaultCommitInterval), 10*time.Millisecond)
 }
 
+// viewFetchMaxWait is how long a fetch of the stats view waits at the
+// broker for FetchMinBytes/4: half the sync interval, at most 500 ms and
+// at least kgo's 10 ms. The controllers read the peers' reports once per
+// sync interval (Tree.Sync) and count a report by its own instant, so a
+// report that reaches the view up to half a sync interval late costs no
+// accuracy the simulator sees (its scenarios show reports 300 ms to 2 s
+// late); a nearly idle worker then fetches its view twice a second
+// instead of ten times. Under traffic the minimum bytes end the wait
+// sooner.
+func viewFetchMaxWait(sync time.Duration) time.Duration {
+	return max(min(sync/2, 500*time.Millisecond), 10*time.Millisecond)
+}
+
 // ProducerLimits returns the kgo options that let the worker's producer
 // write a record of up to 1 MiB (kgo's default batch limit is 1,000,012
 // bytes, less than Kafka's default message.max.bytes of 1,048,588), so

@@ -47,3 +47,14 @@ func TestMetadataMinAge(t *testing.T) {
 		}
 	}
 }
+
+func TestViewFetchMaxWait(t *testing.T) {
+	for sync, want := range map[time.Duration]time.Duration{
+		DefaultSyncInterval: 500 * time.Millisecond, 5 * time.Second: 500 * time.Millisecond,
+		200 * time.Millisecond: 100 * time.Millisecond, 10 * time.Millisecond: 10 * time.Millisecond,
+	} {
+		if got := viewFetchMaxWait(sync); got != want {
+			t.Errorf("viewFetchMaxWait(%v) = %v, want %v", sync, got, want)
+		}
+	}
+}

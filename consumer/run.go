@@ -137,10 +137,10 @@ func (w *Worker) startView(ctx context.Context) (stop func(), err error) {
 		}
 	}
 	// The view's fetches wait for a quarter of the worker's FetchMinBytes,
-	// or a commit interval: its reports are read once per sync interval.
-	// It keeps digests of the budgets' definitions, not the definitions:
-	// the worker only asks whether its own are published.
-	viewTuning := []kgo.Opt{kgo.FetchMinBytes(FetchMinBytes / 4), kgo.FetchMaxWait(fetchMaxWait(w.cfg.commitInterval))}
+	// or half a sync interval (viewFetchMaxWait). It keeps digests of the
+	// budgets' definitions, not the definitions: the worker only asks
+	// whether its own are published.
+	viewTuning := []kgo.Opt{kgo.FetchMinBytes(FetchMinBytes / 4), kgo.FetchMaxWait(viewFetchMaxWait(w.cfg.syncInterval))}
 	waiting := stats.Waiting(func(err error) {
 		w.log.Warn().Str("error", clip.Error(err)).Msg("stats topic: waiting for its partitions' leaders to answer")
 	})
