@@ -130,7 +130,13 @@ func parseBudgetLine(line []byte) (Budget, Problems) {
 }
 
 // budgetKeyIndex is the index of each of budgetKeys.
-var budgetKeyIndex = map[string]int{"name": 0, "target": 1, "begin": 2, "end": 3, "reserve": 4, "period": 5, "kind": 6, "scored": 7, "parent": 8, "action": 9}
+var budgetKeyIndex = func() map[string]int {
+	m := make(map[string]int, len(budgetKeys))
+	for i, k := range budgetKeys {
+		m[k] = i
+	}
+	return m
+}()
 
 // parseBudgetLineSlow is parseBudgetLine through encoding/json: a map of
 // the line's fields, then each field decoded into its type.
