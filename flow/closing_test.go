@@ -69,6 +69,27 @@ func TestPeerErrGroupsSourcesPublishedTogether(t *testing.T) {
 	}
 }
 
+// A controller that has just started learns the error of its estimates
+// from its first misses as they are, not from an average that starts at
+// 0: its hard stop's margin is not next to nothing through its first
+// seconds.
+func TestPeerErrFromTheFirstMisses(t *testing.T) {
+	c := &Controller{}
+	c.misses = append(c.misses, miss{at: 1, pred: 400, d: 20}, miss{at: 2, pred: 400, d: -20})
+	c.learnErr()
+	if c.peerErr < 19 || c.peerErr > 21 {
+		t.Errorf("peer error %.2f after two misses of 20, want 20", c.peerErr)
+	}
+	// After that it averages the last 16 or so.
+	for range 200 {
+		c.misses = append(c.misses, miss{at: 1, pred: 400, d: 10})
+		c.learnErr()
+	}
+	if c.peerErr < 9.5 || c.peerErr > 10.5 {
+		t.Errorf("peer error %.2f after many misses of 10, want 10", c.peerErr)
+	}
+}
+
 // jitterCluster runs nodes of the given rates (events per second, each
 // drawn anew every second at ±jitter), publishing every second at their
 // own phases through an exchange 300 ms late, and returns the passes.

@@ -114,8 +114,9 @@ type Controller struct {
 	closePeriod, closeAt   int64
 	partsFrom              int64 // the instant the parts are read as of
 	// peerErr is the mean error of what a peer was estimated to have
-	// passed between two of its reports, as the second one showed.
-	peerErr float64
+	// passed between two of its reports, as the second one showed, over
+	// the last 16 or so (errN: how many, up to 16).
+	peerErr, errN float64
 	// closeErr: the same, of the estimates made over the closing stretch
 	// (closing.go), from closeN misses
 	closeErr, closeN float64

@@ -129,8 +129,26 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 		if fell(n, dt, e.ownRate) {
 			e.ownRate = n / dt
 		}
+		return
+	}
+	// A pause of the own lanes (a starved machine, a fetch or a commit
+	// that stalls: no event over the last two tune intervals where the
+	// smoothed rate expects several) leaves the rate over the sync
+	// interval under the smoothed one, while the events it holds back are
+	// late, not gone: they come as a backlog once the lanes go on. Over
+	// the pause the own traffic counts at its smoothed rate: a working
+	// fraction raised for a rate the pause depressed would pass that
+	// backlog at it, on top of what the peers pass to make up the passes
+	// the pause held back. Traffic that falls (a crowd's end) goes on.
+	if recent := max(t-2*int64(c.cfg.tune), c.hist.oldest()); recent < t && recent > from &&
+		c.hist.at(t).off == c.hist.at(recent).off && c.ownSmooth*float64(t-recent)/1e9 >= pauseMin {
+		e.ownRate = max(e.ownRate, c.ownSmooth)
 	}
 }
+
+// pauseMin is how many events the own lanes' smoothed rate must expect
+// over two tune intervals for none to be a pause rather than chance.
+const pauseMin = 5
 
 // addPeers adds the peers' sources to e: reported, and extrapolated while
 // fresh. It returns the own rate plus the known rates of the peers it

@@ -161,8 +161,25 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	p.passRate = float64(r.Total.Passed-before.Passed) / dt
 	p.rewRate = (r.Total.Rewards - before.Rewards) / dt
 	p.rateKnown = true
-	p.burst = surged(p.offRate*dt, dt, c.rateOf(&p.smooth, from))
+	smooth := c.rateOf(&p.smooth, from)
+	p.burst = surged(p.offRate*dt, dt, smooth)
 	c.relate(p, from, at)
+	// A pause of the peer's node alone (a starved process, a fetch that
+	// stalls): the span's traffic fell far short of the source's smoothed
+	// rate while the own lanes' did not. Its events are late, not gone:
+	// they come as a backlog, which the peer passes at its fraction. Its
+	// rates stand at the smoothed one, as through an outage (holdRates);
+	// taken at the pause's, the cluster would look quieter than it is,
+	// and this node would make up the passes the pause held back on top
+	// of the backlog's.
+	if smooth > 0 && fell(p.offRate*dt, dt, smooth) && !math.IsInf(p.ownThen, 0) && !fell(p.ownThen*dt, dt, c.ownSmooth) {
+		if p.offRate > 0 {
+			k := smooth / p.offRate
+			p.passRate *= k
+			p.ratio *= k
+		}
+		p.offRate = smooth
+	}
 }
 
 // holdRates sets peer p's rates, for an outage of the exchange, to its
@@ -255,7 +272,11 @@ type miss struct {
 // times the usual error at most (or the square root of the passes
 // expected, a count's own noise, when that is more). The misses of spans
 // inside the closing stretch also teach closeErr, the error of its
-// estimates, faster: the stretch lasts seconds.
+// estimates, faster: the stretch lasts seconds. peerErr averages the last
+// 16 errors or so, plainly until 16 are known: an average that started
+// from 0 would take a node that has just started for one whose estimates
+// do not err, and its hard stop would keep next to no margin through its
+// first seconds.
 func (c *Controller) learnErr() {
 	ms := c.misses
 	slices.SortFunc(ms, func(a, b miss) int { return cmp.Compare(a.at, b.at) })
@@ -268,7 +289,8 @@ func (c *Controller) learnErr() {
 		k := float64(j - i)
 		e := min(math.Abs(d), 3*max(c.peerErr*math.Sqrt(k), math.Sqrt(max(pred, 0))+1)) / math.Sqrt(k)
 		for ; i < j; i++ {
-			c.peerErr += (e - c.peerErr) / 16
+			c.errN = min(c.errN+1, 16)
+			c.peerErr += (e - c.peerErr) / c.errN
 			if closing {
 				c.closeN++
 				c.closeErr += (e - c.closeErr) / min(c.closeN, 4)
