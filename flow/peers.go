@@ -173,13 +173,19 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	// and this node would make up the passes the pause held back on top
 	// of the backlog's.
 	if smooth > 0 && fell(p.offRate*dt, dt, smooth) && !math.IsInf(p.ownThen, 0) && !fell(p.ownThen*dt, dt, c.ownSmooth) {
-		if p.offRate > 0 {
-			k := smooth / p.offRate
-			p.passRate *= k
-			p.ratio *= k
-		}
-		p.offRate = smooth
+		p.standAt(smooth)
 	}
+}
+
+// standAt sets p's offered rate to r, its pass rate and its ratio to the
+// own traffic in proportion.
+func (p *peer) standAt(r float64) {
+	if p.offRate > 0 {
+		k := r / p.offRate
+		p.passRate *= k
+		p.ratio *= k
+	}
+	p.offRate = r
 }
 
 // holdRates sets peer p's rates, for an outage of the exchange, to its
@@ -192,16 +198,9 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 // backlog's rate twice the usual).
 func (c *Controller) holdRates(p *peer) {
 	p.held = true
-	r := c.rateOf(&p.smooth, p.at)
-	if !(r > 0) {
-		return
+	if r := c.rateOf(&p.smooth, p.at); r > 0 {
+		p.standAt(r)
 	}
-	if p.offRate > 0 {
-		k := r / p.offRate
-		p.passRate *= k
-		p.ratio *= k
-	}
-	p.offRate = r
 }
 
 // relateMin is how many events the own lanes must have offered over a
