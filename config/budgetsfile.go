@@ -22,8 +22,25 @@ import (
 // MaxBudgetLine bounds a line of a budgets file (ReadBudgets).
 const MaxBudgetLine = 1 << 20
 
+// The fields of a budget line, as indices of budgetKeys.
+const (
+	keyName = iota
+	keyTarget
+	keyBegin
+	keyEnd
+	keyReserve
+	keyPeriod
+	keyKind
+	keyScored
+	keyParent
+	keyAction
+)
+
 // budgetKeys are the fields of a budget line: the config file's names.
-var budgetKeys = [...]string{"name", "target", "begin", "end", "reserve", "period", "kind", "scored", "parent", "action"}
+var budgetKeys = [...]string{
+	keyName: "name", keyTarget: "target", keyBegin: "begin", keyEnd: "end", keyReserve: "reserve",
+	keyPeriod: "period", keyKind: "kind", keyScored: "scored", keyParent: "parent", keyAction: "action",
+}
 
 // ReadBudgets reads budgets in JSON lines: one JSON object a line, with a
 // budget's fields under their config-file names (name, target, begin,
@@ -109,13 +126,13 @@ func parseBudgetLine(line []byte) (Budget, Problems) {
 		key := budgetKeys[i]
 		switch {
 		case !v.Exists() || v.Type == gjson.Null:
-		case key == "target":
+		case i == keyTarget:
 			f, err := strconv.ParseFloat(v.Raw, 64)
 			if v.Type != gjson.Number || err != nil {
 				ps = append(ps, Problem{Path: key, Reason: "want a number, got " + v.Raw})
 			}
 			b.Target = f
-		case key == "scored":
+		case i == keyScored:
 			if v.Type != gjson.True && v.Type != gjson.False {
 				ps = append(ps, Problem{Path: key, Reason: "want true or false, got " + v.Raw})
 			}
@@ -154,10 +171,10 @@ func parseBudgetLineSlow(line []byte) (Budget, Problems) {
 			continue
 		}
 		var dst any = &str[i]
-		switch k {
-		case "target":
+		switch i {
+		case keyTarget:
 			dst = &b.Target
-		case "scored":
+		case keyScored:
 			dst = &b.Scored
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
@@ -177,13 +194,13 @@ func parseBudgetLineSlow(line []byte) (Budget, Problems) {
 // budgetKeys), parsing its times and durations, and adds a problem for
 // each of the line's unknown fields.
 func budgetOf(b Budget, str [len(budgetKeys)]string, unknown []string, ps Problems) (Budget, Problems) {
-	b.Name, b.Parent = str[0], str[8]
-	b.Kind, b.Action = Kind(str[6]), Action(str[9])
+	b.Name, b.Parent = str[keyName], str[keyParent]
+	b.Kind, b.Action = Kind(str[keyKind]), Action(str[keyAction])
 	rfc3339 := func(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
-	parseText(&ps, "begin", str[2], &b.Begin, rfc3339, timeType)
-	parseText(&ps, "end", str[3], &b.End, rfc3339, timeType)
-	parseText(&ps, "reserve", str[4], &b.Reserve, time.ParseDuration, durationType)
-	parseText(&ps, "period", str[5], &b.Period, time.ParseDuration, durationType)
+	parseText(&ps, budgetKeys[keyBegin], str[keyBegin], &b.Begin, rfc3339, timeType)
+	parseText(&ps, budgetKeys[keyEnd], str[keyEnd], &b.End, rfc3339, timeType)
+	parseText(&ps, budgetKeys[keyReserve], str[keyReserve], &b.Reserve, time.ParseDuration, durationType)
+	parseText(&ps, budgetKeys[keyPeriod], str[keyPeriod], &b.Period, time.ParseDuration, durationType)
 	slices.Sort(unknown)
 	for _, k := range unknown {
 		ps = append(ps, Problem{Path: k, Reason: "unknown field (want " + strings.Join(budgetKeys[:], ", ") + ")"})
