@@ -19,9 +19,14 @@ import (
 // which a loaded cluster may take a minute to do. It asks until ctx ends,
 // and then returns the last answer: the caller bounds the wait (a
 // command-line tool by its timeout, a worker by its run, so that a worker
-// started while the cluster rolls waits for it instead of exiting). A
-// topic the metadata does not list at all (partition -1) is answered at
-// once.
+// started while the cluster rolls waits for it instead of exiting).
+//
+// A retriable error for the whole topic (partition -1: the metadata
+// answer does not list the topic) is asked again for missingTries answers
+// (about 2.5 s), since the metadata goes to any one broker and a broker
+// that is coming back answers from its own image, which may not hold the
+// topic yet; a topic that stays unknown that long is missing, and its
+// answer is returned for the caller to say so.
 //
 // waiting, when not nil, is called with the newest unsettled answer (a
 // *TopicError naming a partition and its error) after waitFirst answers
@@ -35,7 +40,7 @@ func ListSettled(ctx context.Context, list func(context.Context, ...string) (kad
 			return listed, err
 		}
 		p, perr := unsettled(listed[topic])
-		if perr == nil {
+		if perr == nil || (p == -1 && tries >= missingTries) {
 			return listed, nil
 		}
 		if waiting != nil && tries >= waitFirst && (tries-waitFirst)%waitEvery == 0 {
@@ -55,11 +60,16 @@ const (
 	waitEvery = 10
 )
 
-// unsettled returns a listed partition with an error that asking again
-// may clear, and that error (nil: none).
+// missingTries is how many answers in a row ListSettled asks for a topic
+// the metadata does not list before it returns: with pause's doubling
+// they span about 2.5 s.
+const missingTries = 7
+
+// unsettled returns a listed partition (-1: the whole topic) with an
+// error that asking again may clear, and that error (nil: none).
 func unsettled(parts map[int32]kadm.ListedOffset) (int32, error) {
 	for p, o := range parts {
-		if p >= 0 && kerr.IsRetriable(o.Err) { // UNKNOWN_TOPIC_OR_PARTITION is retriable
+		if kerr.IsRetriable(o.Err) { // UNKNOWN_TOPIC_OR_PARTITION is retriable
 			return p, o.Err
 		}
 	}

@@ -92,3 +92,45 @@ func TestListSettledAsksAgainUntilTheLeaderKnowsTheTopic(t *testing.T) {
 		t.Fatal("a missing topic listed without an error")
 	}
 }
+
+// A metadata answer that does not list the topic (partition -1) may come
+// from a broker that is coming back and has not yet loaded the topic:
+// ListSettled asks again and takes the next broker's answer. A topic
+// unknown to missingTries answers in a row is missing, and the answer is
+// returned before ctx ends; an error asking again cannot clear (here
+// authorization) is returned at once.
+func TestListSettledAsksAgainWhenTheTopicIsNotListed(t *testing.T) {
+	ctx := testCtx(t)
+	topicErr := func(err error) kadm.ListedOffsets {
+		return kadm.ListedOffsets{"t": {-1: {Topic: "t", Partition: -1, Err: err}}}
+	}
+	var calls int
+	list := func(unknownFor int, err error) func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls = 0
+		return func(context.Context, ...string) (kadm.ListedOffsets, error) {
+			calls++
+			if calls <= unknownFor {
+				return topicErr(err), nil
+			}
+			return kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 7}, 1: {Topic: "t", Partition: 1, Offset: 9}}}, nil
+		}
+	}
+
+	listed, err := ListSettled(ctx, list(3, kerr.UnknownTopicOrPartition), "t", nil)
+	if err != nil || listed.Error() != nil || len(listed["t"]) != 2 || calls != 4 {
+		t.Fatalf("unknown for 3 answers: %v, %v, %d partitions after %d answers; want 2 partitions after 4", err, listed.Error(), len(listed["t"]), calls)
+	}
+
+	listed, err = ListSettled(ctx, list(1<<30, kerr.UnknownTopicOrPartition), "t", nil)
+	if err != nil || !errors.Is(listed.Error(), kerr.UnknownTopicOrPartition) || calls != missingTries {
+		t.Fatalf("never listed: %v, %v after %d answers; want UNKNOWN_TOPIC_OR_PARTITION after %d", err, listed.Error(), calls, missingTries)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("ListSettled waited for its context to end on a missing topic")
+	}
+
+	listed, err = ListSettled(ctx, list(1<<30, kerr.TopicAuthorizationFailed), "t", nil)
+	if err != nil || !errors.Is(listed.Error(), kerr.TopicAuthorizationFailed) || calls != 1 {
+		t.Fatalf("not authorized: %v, %v after %d answers; want TOPIC_AUTHORIZATION_FAILED after 1", err, listed.Error(), calls)
+	}
+}
