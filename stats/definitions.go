@@ -106,6 +106,19 @@ func (v *View) BudgetDefs() []BudgetDef {
 	return out
 }
 
+// BudgetNames returns the names of the budgets BudgetDefs returns, in no
+// order: a walk that looks each up (BudgetDef) copies a string header a
+// budget instead of a definition, and sorts only when it needs an order.
+func (v *View) BudgetNames() []string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]string, 0, len(v.defs.budgets))
+	for name := range v.defs.budgets {
+		out = append(out, name)
+	}
+	return out
+}
+
 // ExperimentDefs returns the newest published definition of every
 // experiment, sorted by layer and experiment.
 func (v *View) ExperimentDefs() []ExperimentDef {

@@ -29,8 +29,8 @@ var ErrQuery = errors.New("invalid status query")
 
 // Catalog is what budget selection reads: a stats.View satisfies it.
 type Catalog interface {
-	// BudgetDefs returns every definition, sorted by name (a copy).
-	BudgetDefs() []stats.BudgetDef
+	// BudgetNames returns the name of every definition, in any order.
+	BudgetNames() []string
 	// BudgetDef returns one definition.
 	BudgetDef(name string) (stats.BudgetDef, bool)
 	// View appends the reports of budget's sources to dst.
@@ -115,8 +115,9 @@ func globRegexp(p string) string {
 // It computes one budget at a time from its definition and its sources'
 // reports (Catalog.View into one reused slice, O(sources) each) and keeps
 // only what it hands to fn: the Top best with q.Top, nothing otherwise.
-// Exact names cost a lookup each; a glob, or no name, walks the sorted
-// copy of every definition that BudgetDefs returns.
+// Exact names cost a lookup each; a glob, or no name, walks every name
+// BudgetNames returns, in its order with q.Top (the heap's order does not
+// depend on it) and sorted otherwise, and looks up the ones it matches.
 func EachBudget(src Catalog, now time.Time, q Query, limitOf map[string]string, fn func(Budget) error) (matched int, err error) {
 	m, err := q.compile()
 	if err != nil {
@@ -149,8 +150,16 @@ func EachBudget(src Catalog, now time.Time, q Query, limitOf map[string]string, 
 			}
 		}
 	} else {
-		for _, d := range src.BudgetDefs() {
-			if m.re != nil && !m.re.MatchString(d.Budget.Name) {
+		all := src.BudgetNames()
+		if q.Top == 0 {
+			slices.Sort(all)
+		}
+		for _, name := range all {
+			if m.re != nil && !m.re.MatchString(name) {
+				continue
+			}
+			d, ok := src.BudgetDef(name)
+			if !ok { // deleted since
 				continue
 			}
 			if err := visit(d); err != nil {

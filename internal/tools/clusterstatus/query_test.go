@@ -13,14 +13,22 @@ import (
 	"github.com/throttler/throttler/stats"
 )
 
-// catalog is a fakeSource that also finds one definition, counting the
-// calls of BudgetDefs.
+// catalog is a fakeSource that also lists names (in reverse, to show
+// that the walk does not rely on an order) and finds one definition,
+// counting the calls of BudgetNames.
 type catalog struct {
 	fakeSource
 	walks *int
 }
 
-func (c catalog) BudgetDefs() []stats.BudgetDef { *c.walks++; return c.fakeSource.BudgetDefs() }
+func (c catalog) BudgetNames() []string {
+	*c.walks++
+	out := make([]string, 0, len(c.defs))
+	for i := len(c.defs) - 1; i >= 0; i-- {
+		out = append(out, c.defs[i].Budget.Name)
+	}
+	return out
+}
 func (c catalog) BudgetDef(name string) (stats.BudgetDef, bool) {
 	for _, d := range c.defs {
 		if d.Budget.Name == name {
@@ -63,7 +71,7 @@ func TestEachBudget(t *testing.T) {
 		q       Query
 		want    string
 		matched int
-		walks   int // BudgetDefs calls: 0 for exact names
+		walks   int // BudgetNames calls: 0 for exact names
 	}{
 		{Query{Budgets: []string{"camp/07", "acct/x", "nobody"}}, "acct/x,camp/07", 2, 0},
 		{Query{Budgets: []string{"camp/0?"}}, "camp/00,camp/01,camp/02,camp/03,camp/04,camp/05,camp/06,camp/07,camp/08,camp/09", 10, 1},

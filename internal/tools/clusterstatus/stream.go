@@ -14,6 +14,7 @@ import (
 // StreamSource is what Stream reads: a stats.View satisfies it.
 type StreamSource interface {
 	Source
+	BudgetNames() []string
 	BudgetDef(name string) (stats.BudgetDef, bool)
 }
 
