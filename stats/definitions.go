@@ -18,31 +18,33 @@ type definitions struct {
 	digests     map[string]uint64
 	digestOnly  bool
 	seed        maphash.Seed
+	buf         []byte // applyBudget's encoding of a digest (under the write lock)
 	experiments map[expID]ExperimentDef
 	workers     map[string]WorkerStatus // by worker
 }
 
-// content is the encoding of a budget's definition without who published
-// it and when: what two definitions of a budget are compared by.
-func content(b flow.Budget) ([]byte, error) {
-	_, v, err := EncodeBudgetDef(BudgetDef{Budget: b})
-	return v, err
+// appendContent appends the encoding of a budget's definition without
+// who published it and when to buf: what two definitions of a budget are
+// compared by.
+func appendContent(buf []byte, b flow.Budget) ([]byte, error) {
+	return appendBudgetDef(buf, BudgetDef{Budget: b})
 }
 
-// digest returns the digest of b's content; ok is false when b cannot be
-// encoded.
-func (d *definitions) digest(b flow.Budget) (h uint64, ok bool) {
-	v, err := content(b)
-	if err != nil {
-		return 0, false
+// digest returns the digest of b's content, encoded into buf (grown and
+// returned for the next call); ok is false when b cannot be encoded.
+func (d *definitions) digest(buf []byte, b flow.Budget) (h uint64, ok bool, grown []byte) {
+	v, err := appendContent(buf[:0], b)
+	if err != nil || len(b.Name) == 0 || len(b.Name) > MaxNameLen {
+		return 0, false, v
 	}
-	return maphash.Bytes(d.seed, v), true
+	return maphash.Bytes(d.seed, v), true, v
 }
 
 // shows reports whether b's definition is held as it is.
 func (d *definitions) shows(b flow.Budget) bool {
 	if d.digestOnly {
-		h, okB := d.digest(b)
+		var buf [128]byte
+		h, okB, _ := d.digest(buf[:0], b)
 		cur, ok := d.digests[b.Name]
 		return ok && okB && cur == h
 	}
@@ -50,36 +52,18 @@ func (d *definitions) shows(b flow.Budget) bool {
 	if !ok {
 		return false
 	}
-	mine, err1 := content(b)
-	theirs, err2 := content(cur.Budget)
+	mine, err1 := appendContent(nil, b)
+	theirs, err2 := appendContent(nil, cur.Budget)
 	return err1 == nil && err2 == nil && bytes.Equal(mine, theirs)
 }
 
 type expID struct{ layer, experiment string }
 
 func (d *definitions) apply(r *Record) {
-	if d.budgets == nil {
-		d.budgets = map[string]BudgetDef{}
-		d.digests = map[string]uint64{}
-		d.experiments = map[expID]ExperimentDef{}
-		d.workers = map[string]WorkerStatus{}
-	}
+	d.init()
 	switch r.Kind {
 	case KindBudget:
-		name := r.Budget.Budget.Name
-		switch {
-		case r.Deleted:
-			delete(d.budgets, name)
-			delete(d.digests, name)
-		case d.digestOnly:
-			if h, ok := d.digest(r.Budget.Budget); ok {
-				d.digests[name] = h
-			} else {
-				delete(d.digests, name)
-			}
-		default:
-			d.budgets[name] = r.Budget
-		}
+		d.applyBudget(&r.Budget, r.Deleted)
 	case KindExperiment:
 		id := expID{r.Experiment.Layer, r.Experiment.Experiment}
 		if r.Deleted {
@@ -93,6 +77,36 @@ func (d *definitions) apply(r *Record) {
 		} else {
 			d.workers[r.Worker.Worker] = r.Worker
 		}
+	}
+}
+
+func (d *definitions) init() {
+	if d.budgets == nil {
+		d.budgets = map[string]BudgetDef{}
+		d.digests = map[string]uint64{}
+		d.experiments = map[expID]ExperimentDef{}
+		d.workers = map[string]WorkerStatus{}
+	}
+}
+
+// applyBudget applies a budget definition record, or its tombstone.
+func (d *definitions) applyBudget(b *BudgetDef, deleted bool) {
+	d.init()
+	name := b.Budget.Name
+	switch {
+	case deleted:
+		delete(d.budgets, name)
+		delete(d.digests, name)
+	case d.digestOnly:
+		var h uint64
+		var ok bool
+		if h, ok, d.buf = d.digest(d.buf, b.Budget); ok {
+			d.digests[name] = h
+		} else {
+			delete(d.digests, name)
+		}
+	default:
+		d.budgets[name] = *b
 	}
 }
 

@@ -158,12 +158,7 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	var err error
 	switch rec.Kind {
 	case KindBudget:
-		d := decoder{what: "key", b: key, pos: 1}
-		rec.Budget.Budget.Name = d.name16("budget")
-		d.end()
-		if err = d.err; err == nil && value != nil {
-			err = decodeBudgetDef(value, &rec.Budget)
-		}
+		err = decodeBudgetRecord(key, value, &rec.Budget)
 	case KindExperiment:
 		d := decoder{what: "key", b: key, pos: 1}
 		e := &rec.Experiment
@@ -226,10 +221,18 @@ func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
 	if key, err = BudgetKey(bd.Name); err != nil {
 		return nil, nil, err
 	}
-	if len(bd.Parent) > MaxNameLen || len(d.Origin) > MaxNameLen {
-		return nil, nil, &ReportError{Budget: bd.Name, Msg: "parent or origin longer than MaxNameLen"}
+	if value, err = appendBudgetDef(make([]byte, 0, 64+len(bd.Parent)+len(d.Origin)), d); err != nil {
+		return nil, nil, err
 	}
-	b := make([]byte, 0, 64+len(bd.Parent)+len(d.Origin))
+	return key, value, nil
+}
+
+// appendBudgetDef appends the value of d's definition record to b.
+func appendBudgetDef(b []byte, d BudgetDef) ([]byte, error) {
+	bd := d.Budget
+	if len(bd.Parent) > MaxNameLen || len(d.Origin) > MaxNameLen {
+		return b, &ReportError{Budget: bd.Name, Msg: "parent or origin longer than MaxNameLen"}
+	}
 	b = append(b, defMajor, budgetDefMinor)
 	b = appendTime(b, d.At)
 	b = appendFloat(b, bd.Target)
@@ -252,7 +255,19 @@ func EncodeBudgetDef(d BudgetDef) (key, value []byte, err error) {
 	b = appendStr(b, d.Origin)
 	b = appendFloat(b, bd.Conversion)
 	b = binary.AppendVarint(b, int64(bd.RewardDelay))
-	return key, b, nil
+	return b, nil
+}
+
+// decodeBudgetRecord decodes a budget definition record (key of
+// KindBudget) into d; a tombstone (nil value) sets only the name.
+func decodeBudgetRecord(key, value []byte, d *BudgetDef) error {
+	dec := decoder{what: "key", b: key, pos: 1}
+	d.Budget.Name = dec.name16("budget")
+	dec.end()
+	if dec.err != nil || value == nil {
+		return dec.err
+	}
+	return decodeBudgetDef(value, d)
 }
 
 func decodeBudgetDef(value []byte, d *BudgetDef) error {

@@ -65,8 +65,10 @@ type errBox struct{ err error }
 
 type viewOp struct {
 	deleted bool
-	other   *Record // a record of another kind than the ledger, else nil
-	ledger  bool    // a ledger record: the fields below
+	budget  bool      // a budget definition: def
+	def     BudgetDef // (kept in the op, not allocated: a cluster has a million)
+	other   *Record   // a record of another kind than the ledger or a budget, else nil
+	ledger  bool      // a ledger record: the fields below
 	src     []byte
 	part    LedgerPart
 	index   uint32
@@ -360,6 +362,10 @@ func decodeOp(rec *kgo.Record, ents *[]rawEntry) (viewOp, error) {
 		}
 		op.to = len(*ents)
 		return op, err
+	case len(rec.Key) > 0 && Kind(rec.Key[0]) == KindBudget:
+		op := viewOp{budget: true, deleted: rec.Value == nil}
+		err := decodeBudgetRecord(rec.Key, rec.Value, &op.def)
+		return op, err
 	}
 	o, err := DecodeRecord(rec.Key, rec.Value)
 	return viewOp{other: &o, deleted: o.Deleted}, err
@@ -379,6 +385,8 @@ func (v *View) applyOp(op *viewOp, ents []rawEntry) bool {
 				v.gen++
 			}
 		}
+	case op.budget:
+		v.defs.applyBudget(&op.def, op.deleted)
 	default:
 		v.defs.apply(op.other)
 	}
