@@ -19,26 +19,26 @@ const (
 
 // budgetAction checks a budget's action and what a delay budget excludes;
 // children returns the indices of the budgets that name b as their parent.
-func (v *checker) budgetAction(p string, b Budget, children func(name string) []int) {
+func (v *checker) budgetAction(p budgetPath, b Budget, children func(name string) []int) {
 	switch b.Action {
 	case "", ActionReject:
 		return
 	case ActionDelay:
 	default:
-		v.add(p+".action", fmt.Sprintf("must be %q or %q, got %q", ActionReject, ActionDelay, b.Action))
+		v.add(p.field("action"), fmt.Sprintf("must be %q or %q, got %q", ActionReject, ActionDelay, b.Action))
 		return
 	}
 	if b.Period == 0 {
-		v.add(p+".action", "delay needs a period budget (at most target per period): a delayed event waits for the next period's refill, and a begin/end window has none")
+		v.add(p.field("action"), "delay needs a period budget (at most target per period): a delayed event waits for the next period's refill, and a begin/end window has none")
 	}
 	if b.Scored {
-		v.add(p+".scored", "a delay budget passes events in the order they arrive; it cannot also pick the highest scores")
+		v.add(p.field("scored"), "a delay budget passes events in the order they arrive; it cannot also pick the highest scores")
 	}
 	if b.Kind == KindRewards {
-		v.add(p+".kind", "a delay budget counts passes; rewards come after the pass and cannot be waited for")
+		v.add(p.field("kind"), "a delay budget counts passes; rewards come after the pass and cannot be waited for")
 	}
 	if b.Parent != "" {
-		v.add(p+".parent", "a delay budget cannot be nested: pausing a partition for one level would hold up the others")
+		v.add(p.field("parent"), "a delay budget cannot be nested: pausing a partition for one level would hold up the others")
 	}
 	for _, i := range children(b.Name) {
 		v.add(fmt.Sprintf("budgets[%d].parent", i), fmt.Sprintf("%q is a delay budget, which cannot be a parent", b.Name))

@@ -43,75 +43,93 @@ func (v *checker) budgets(c *Config) {
 	byName := make(map[string]int, len(c.Budgets))
 	children := childIndex(c.Budgets)
 	for i, b := range c.Budgets {
-		p := "budgets[" + strconv.Itoa(i) + "]"
+		p := budgetPath{i: i}
 		switch {
 		case b.Name == "":
-			v.add(p+".name", "must not be empty")
+			v.add(p.field("name"), "must not be empty")
 		case len(b.Name) > flow.MaxNameBytes:
-			v.add(p+".name", fmt.Sprintf("is %d bytes long, more than %d", len(b.Name), flow.MaxNameBytes))
+			v.add(p.field("name"), fmt.Sprintf("is %d bytes long, more than %d", len(b.Name), flow.MaxNameBytes))
 		case strings.IndexFunc(b.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 || strings.TrimSpace(b.Name) != b.Name:
-			v.add(p+".name", fmt.Sprintf("%q has control characters or leading or trailing space", b.Name))
+			v.add(p.field("name"), fmt.Sprintf("%q has control characters or leading or trailing space", b.Name))
 		default:
 			if j, dup := byName[b.Name]; dup {
-				v.add(p+".name", fmt.Sprintf("%q is also the name of %s", b.Name, v.budgetRef(j)))
+				v.add(p.field("name"), fmt.Sprintf("%q is also the name of %s", b.Name, v.budgetRef(j)))
 			} else {
 				byName[b.Name] = i
 			}
 		}
 		if reason := flow.CheckTarget(b.Target); reason != "" {
-			v.add(p+".target", reason)
+			v.add(p.field("target"), reason)
 		}
 		switch b.Kind {
 		case "", KindPasses:
 		case KindRewards:
 			if len(c.Topics.Rewards) == 0 {
-				v.add(p+".kind", "a rewards budget needs topics.rewards")
+				v.add(p.field("kind"), "a rewards budget needs topics.rewards")
 			}
 		default:
-			v.add(p+".kind", fmt.Sprintf("must be %q or %q, got %q", KindPasses, KindRewards, b.Kind))
+			v.add(p.field("kind"), fmt.Sprintf("must be %q or %q, got %q", KindPasses, KindRewards, b.Kind))
 		}
 		v.budgetPrior(p, b)
 		v.budgetTime(p, b)
 		v.budgetAction(p, b, children)
 		if b.Scored && c.Fields.Score == "" && c.Fields.ScoreExpr == "" {
-			v.add(p+".scored", "a scored budget needs fields.score or fields.score_expr")
+			v.add(p.field("scored"), "a scored budget needs fields.score or fields.score_expr")
 		}
 	}
 	v.parents(c.Budgets, byName)
 }
 
+// budgetPath is the path of a budget's definition: at, or budgets[i]
+// when at is empty, made into a string only for a problem (a
+// budgets_file of a million budgets has few).
+type budgetPath struct {
+	at string
+	i  int
+}
+
+func (p budgetPath) String() string {
+	if p.at != "" {
+		return p.at
+	}
+	return "budgets[" + strconv.Itoa(p.i) + "]"
+}
+
+// field returns the path of the budget's field f.
+func (p budgetPath) field(f string) string { return p.String() + "." + f }
+
 // budgetPrior checks a rewards budget's prior conversion and delay.
-func (v *checker) budgetPrior(p string, b Budget) {
+func (v *checker) budgetPrior(p budgetPath, b Budget) {
 	switch {
 	case math.IsNaN(b.Conversion) || math.IsInf(b.Conversion, 0) || b.Conversion < 0:
-		v.add(p+".conversion", fmt.Sprintf("must be a finite number ≥ 0, got %v", b.Conversion))
+		v.add(p.field("conversion"), fmt.Sprintf("must be a finite number ≥ 0, got %v", b.Conversion))
 	case b.Conversion != 0 && b.Kind != KindRewards:
-		v.add(p+".conversion", "applies to rewards budgets only (kind: rewards)")
+		v.add(p.field("conversion"), "applies to rewards budgets only (kind: rewards)")
 	}
 	switch {
 	case b.RewardDelay < 0:
-		v.add(p+".reward_delay", fmt.Sprintf("must be at least 0, got %v", b.RewardDelay))
+		v.add(p.field("reward_delay"), fmt.Sprintf("must be at least 0, got %v", b.RewardDelay))
 	case b.RewardDelay != 0 && b.Kind != KindRewards:
-		v.add(p+".reward_delay", "applies to rewards budgets only (kind: rewards)")
+		v.add(p.field("reward_delay"), "applies to rewards budgets only (kind: rewards)")
 	}
 }
 
 // budgetTime checks the window or period of a budget.
-func (v *checker) budgetTime(p string, b Budget) {
+func (v *checker) budgetTime(p budgetPath, b Budget) {
 	window := !b.Begin.IsZero() || !b.End.IsZero()
 	switch {
 	case window && b.Period != 0:
-		v.add(p+".period", "set begin and end, or period, not both")
+		v.add(p.field("period"), "set begin and end, or period, not both")
 		return
 	case !window && b.Period == 0:
-		v.add(p, "needs begin and end (a window) or period")
+		v.add(p.String(), "needs begin and end (a window) or period")
 		return
 	case !window:
 		if b.Period < 0 {
-			v.add(p+".period", fmt.Sprintf("must be positive, got %v", b.Period))
+			v.add(p.field("period"), fmt.Sprintf("must be positive, got %v", b.Period))
 		}
 		if b.Reserve != 0 {
-			v.add(p+".reserve", "applies to begin/end budgets only, not to period budgets")
+			v.add(p.field("reserve"), "applies to begin/end budgets only, not to period budgets")
 		}
 		return
 	}
@@ -120,21 +138,21 @@ func (v *checker) budgetTime(p string, b Budget) {
 		at    time.Time
 	}{{"begin", b.Begin}, {"end", b.End}} {
 		if reason := flow.CheckTime(t.at); !t.at.IsZero() && reason != "" {
-			v.add(p+"."+t.field, reason)
+			v.add(p.field(t.field), reason)
 			return
 		}
 	}
 	switch {
 	case b.Begin.IsZero():
-		v.add(p+".begin", "must be set with end")
+		v.add(p.field("begin"), "must be set with end")
 	case b.End.IsZero():
-		v.add(p+".end", "must be set with begin")
+		v.add(p.field("end"), "must be set with begin")
 	case !b.End.After(b.Begin):
-		v.add(p+".end", fmt.Sprintf("must be after begin (%s)", b.Begin.Format("2006-01-02T15:04:05.999999999Z07:00")))
+		v.add(p.field("end"), fmt.Sprintf("must be after begin (%s)", b.Begin.Format("2006-01-02T15:04:05.999999999Z07:00")))
 	case b.Reserve < 0:
-		v.add(p+".reserve", fmt.Sprintf("must be at least 0, got %v", b.Reserve))
+		v.add(p.field("reserve"), fmt.Sprintf("must be at least 0, got %v", b.Reserve))
 	case b.Reserve >= b.End.Sub(b.Begin):
-		v.add(p+".reserve", fmt.Sprintf("must be shorter than the window from begin to end (%v), got %v", b.End.Sub(b.Begin), b.Reserve))
+		v.add(p.field("reserve"), fmt.Sprintf("must be shorter than the window from begin to end (%v), got %v", b.End.Sub(b.Begin), b.Reserve))
 	}
 }
 

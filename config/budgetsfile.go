@@ -140,7 +140,9 @@ func parseBudgetLine(line []byte) (Budget, Problems) {
 		case v.Type != gjson.String:
 			ps = append(ps, Problem{Path: key, Reason: "want a string, got " + v.Raw})
 		default:
-			str[i] = v.Str
+			// A copy: gjson's string is a part of the line's, which
+			// would stay in memory as long as the budget.
+			str[i] = strings.Clone(v.Str)
 		}
 	}
 	return budgetOf(b, str, unknown, ps)

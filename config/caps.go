@@ -85,9 +85,15 @@ func (c *Config) capDefaults() {
 // positive whole count and a positive period, at most one per nanosecond,
 // and a burst window flow.Cap can hold.
 func (v *checker) caps(c *Config) {
-	budgets := make(map[string]int, len(c.Budgets))
+	// The budgets named like a cap, found through a set of the few caps'
+	// names rather than a map of every budget's.
+	capNames := make(map[string]bool, len(c.Caps))
+	for _, cp := range c.Caps {
+		capNames[cp.Name] = true
+	}
+	budgets := map[string]int{}
 	for i, b := range c.Budgets {
-		if _, dup := budgets[b.Name]; !dup {
+		if _, dup := budgets[b.Name]; !dup && capNames[b.Name] {
 			budgets[b.Name] = i
 		}
 	}

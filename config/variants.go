@@ -88,7 +88,7 @@ func (v *checker) variantLimits(c *Config) {
 				case lim.Target <= 0:
 					v.add(p+".target", fmt.Sprintf("must be positive, got %v", lim.Target))
 				}
-				v.budgetTime(p, Budget{Begin: lim.Begin, End: lim.End, Period: lim.Period})
+				v.budgetTime(budgetPath{at: p}, Budget{Begin: lim.Begin, End: lim.End, Period: lim.Period})
 				fallback(p+".fallback", lim.Fallback)
 				name := splitter.LimitBudget(l.Name, e.Name, vr.Name)
 				if other, dup := names[name]; dup {
