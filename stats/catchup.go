@@ -100,8 +100,19 @@ func readerOpts() []kgo.Opt {
 		// (kgo's default backs off up to 5s): a reader that lags
 		// leaves the flow controllers on stale peers' reports.
 		kgo.RetryBackoffFn(readerBackoff),
+		// A fetch of a topic read from its start is full: at kgo's
+		// default (50 MiB of compressed batches) hundreds of thousands of
+		// records of a cluster of a million budgets, which kgo holds
+		// decoded, and fetches the next of while the first is applied.
+		// 4 MiB keeps a reader's buffers to tens of megabytes and reads as
+		// fast (BenchmarkViewCatchUp); on a network it is still many
+		// round trips' worth a second.
+		kgo.FetchMaxBytes(readerFetchMaxBytes),
 	}
 }
+
+// readerFetchMaxBytes is the readers' FetchMaxBytes.
+const readerFetchMaxBytes = 4 << 20
 
 // newReader creates a direct (group-less) consumer from the caller's
 // connection options plus extra.

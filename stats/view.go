@@ -309,8 +309,10 @@ func (v *View) run(track *catchUp) {
 	}
 }
 
-// apply decodes the fetched records, then applies them in order under one
-// write lock.
+// apply decodes the fetched records and applies them in order, under
+// one write lock per applyChunk records: a fetch of a topic being read
+// from its start holds hundreds of thousands, and the decoded ops of all
+// of them at once would take hundreds of megabytes.
 func (v *View) apply(fs kgo.Fetches, track *catchUp) {
 	ops, ents := v.ops[:0], v.ents[:0]
 	fs.EachRecord(func(rec *kgo.Record) {
@@ -327,24 +329,38 @@ func (v *View) apply(fs kgo.Fetches, track *catchUp) {
 			return
 		}
 		ops = append(ops, op)
-	})
-	if len(ops) > 0 {
-		var deleted uint64
-		v.mu.Lock()
-		for i := range ops {
-			if v.applyOp(&ops[i], ents) {
-				deleted++
-			}
+		if len(ops) == applyChunk {
+			v.applyOps(ops, ents)
+			ops, ents = ops[:0], ents[:0]
 		}
-		v.mu.Unlock()
-		v.applied.Add(uint64(len(ops)) - deleted)
-		v.deleted.Add(deleted)
-		now := v.cfg.now()
-		v.lastApplied.Store(&now)
-	}
-	clear(ops) // drop references to names and to the fetched bytes
-	clear(ents)
+	})
+	v.applyOps(ops, ents)
 	v.ops, v.ents = ops[:0], ents[:0]
+}
+
+// applyChunk is the most records apply decodes before it applies them.
+const applyChunk = 4096
+
+// applyOps applies decoded ops in order under one write lock, then drops
+// their references to names and to the fetched bytes.
+func (v *View) applyOps(ops []viewOp, ents []rawEntry) {
+	if len(ops) == 0 {
+		return
+	}
+	var deleted uint64
+	v.mu.Lock()
+	for i := range ops {
+		if v.applyOp(&ops[i], ents) {
+			deleted++
+		}
+	}
+	v.mu.Unlock()
+	v.applied.Add(uint64(len(ops)) - deleted)
+	v.deleted.Add(deleted)
+	now := v.cfg.now()
+	v.lastApplied.Store(&now)
+	clear(ops)
+	clear(ents)
 }
 
 // decodeOp decodes a record; a ledger record's entries go to ents and
