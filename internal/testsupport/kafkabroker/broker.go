@@ -220,7 +220,7 @@ func (b *Broker) format(n *node, clusterID string) error {
 // and flags.
 func (b *Broker) command(n *node, main string, args ...string) *exec.Cmd {
 	jvm := []string{
-		"-Xmx" + b.cfg.heap, "-Xms64m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:-UsePerfData",
+		"-Xmx" + jvmHeap, "-Xms64m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-XX:-UsePerfData",
 		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
 		"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "log4j2.properties"),
 		"-Dkafka.logs.dir=" + n.dir,
@@ -283,7 +283,7 @@ func (b *Broker) spawn(n *node) (*process, error) {
 // itself as a broker (it is then unfenced and serves), the process exits,
 // or the start timeout passes.
 func (b *Broker) waitReady(n *node, p *process) error {
-	deadline := time.Now().Add(b.cfg.startTimeout)
+	deadline := time.Now().Add(startTimeout)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr()), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
 	if err != nil {
 		return err
@@ -308,7 +308,7 @@ func (b *Broker) waitReady(n *node, p *process) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("kafkabroker: node %d did not answer within %v (last error: %v)", n.id, b.cfg.startTimeout, last)
+	return fmt.Errorf("kafkabroker: node %d did not answer within %v (last error: %v)", n.id, startTimeout, last)
 }
 
 // logHas reports whether a node's log or output holds s.

@@ -14,12 +14,17 @@ type optFunc func(*cfg)
 func (f optFunc) apply(c *cfg) { f(c) }
 
 type cfg struct {
-	nodes        int
-	txnVersion   int
-	props        map[string]string
-	heap         string
-	startTimeout time.Duration
+	nodes      int
+	txnVersion int
+	props      map[string]string
 }
+
+// The JVM's maximum heap, and how long a start or restart waits for a
+// node to answer (a JVM on a loaded 2-core machine).
+const (
+	jvmHeap      = "512m"
+	startTimeout = 2 * time.Minute
+)
 
 func defaultCfg() cfg {
 	return cfg{
@@ -46,8 +51,6 @@ func defaultCfg() cfg {
 			"broker.session.timeout.ms":    "4000",
 			"broker.heartbeat.interval.ms": "500",
 		},
-		heap:         "512m",
-		startTimeout: 2 * time.Minute,
 	}
 }
 
@@ -77,16 +80,6 @@ func (c *cfg) replication() map[string]string {
 // from them). 0 keeps the release's default.
 func TransactionVersion(v int) Opt { return optFunc(func(c *cfg) { c.txnVersion = v }) }
 
-// ConsumerGroupTimeouts sets the session timeout and heartbeat interval
-// of KIP-848 (consumer protocol) groups, which the broker decides; the
-// default is 6 s and 500 ms.
-func ConsumerGroupTimeouts(session, heartbeat time.Duration) Opt {
-	return optFunc(func(c *cfg) {
-		c.props["group.consumer.session.timeout.ms"] = ms(session)
-		c.props["group.consumer.heartbeat.interval.ms"] = ms(heartbeat)
-	})
-}
-
 // Compaction makes the log cleaner busy: it looks for work every
 // backoff, segments roll every roll (so that records leave the active
 // segment, which is never cleaned), and a log is cleaned once a share
@@ -103,13 +96,6 @@ func Compaction(backoff, roll time.Duration, dirtyRatio float64) Opt {
 // package's defaults. Listeners, node, quorum, log directories and
 // replication factors are the package's own and cannot be set.
 func Property(key, value string) Opt { return optFunc(func(c *cfg) { c.props[key] = value }) }
-
-// Heap sets the JVM's maximum heap (-Xmx), 512m by default.
-func Heap(max string) Opt { return optFunc(func(c *cfg) { c.heap = max }) }
-
-// StartTimeout bounds how long a start or restart waits for the broker to
-// answer, 2 minutes by default (a JVM on a loaded 2-core machine).
-func StartTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.startTimeout = d }) }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
