@@ -195,6 +195,10 @@ func runBadCases(t *testing.T, cases []badCase) {
 func TestBadFlagsBulk(t *testing.T) {
 	tr := newTrap(t)
 	brokers := tr.ln.Addr().String()
+	aFile := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(aFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	lg := func(args ...string) []string {
 		return append([]string{"loadgen", "--brokers", brokers, "--budgets", "a", "--count", "1"}, args...)
 	}
@@ -209,7 +213,7 @@ func TestBadFlagsBulk(t *testing.T) {
 		{[]string{"scale", "--budgets", "1000,x"}, 2, []string{"flag --budgets", "comma-separated counts"}},
 		{[]string{"scale", "--partitions", "0"}, 2, []string{"flag --partitions", "at least 1"}},
 		{[]string{"scale", "--budgets", "5"}, 2, []string{"fewer than the 10 paced"}},
-		{[]string{"scale", "--cpuprofile-dir", filepath.Join(t.TempDir(), "none")}, 2, []string{"flag --cpuprofile-dir", "is not a directory"}},
+		{[]string{"scale", "--cpuprofile-dir", aFile}, 2, []string{"flag --cpuprofile-dir", "is not a directory"}},
 		{[]string{"scale", "--skew", "0.5"}, 2, []string{"skew must be 0 (uniform) or above 1"}},
 		{[]string{"budget", "import", "--brokers", brokers}, 2, []string{"want one FILE argument"}},
 		{[]string{"budget", "churn", "--brokers", brokers, "--rate", "0"}, 2, []string{"flag --rate", "positive"}},

@@ -68,7 +68,7 @@ plus a minute or two.`,
 		maxRSS := fs.Int64("max-rss", scale.DefaultMaxRSS>>20, "kill a worker whose RSS passes this many `MiB`")
 		fs.StringVar(&c.Dir, "dir", "", "`directory` of the brokers' data, configs and logs (default: a temporary one, removed)")
 		fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory")
-		fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each worker to `directory`/budgets-B-worker-N.prof")
+		fs.StringVar(&c.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each worker to `directory`/budgets-B-worker-N.prof (created if missing)")
 		fs.IntVar(&c.Yardstick, "yardstick", scale.DefaultYardstick, "before the rows, run throttler bench over this many `records`: the machine's speed beside the figures (0: none)")
 		jsonOut := fs.String("json", "", "write the JSON report to `file` ('-': stdout)")
 		return func(ctx context.Context, e *env) error {
@@ -86,8 +86,11 @@ plus a minute or two.`,
 				return badFlag("max-rss", "must be positive, got %d", *maxRSS)
 			}
 			if c.ProfileDir != "" {
-				if st, err := os.Stat(c.ProfileDir); err != nil || !st.IsDir() {
+				if st, err := os.Stat(c.ProfileDir); err == nil && !st.IsDir() {
 					return badFlag("cpuprofile-dir", "%s is not a directory", c.ProfileDir)
+				}
+				if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
+					return badFlag("cpuprofile-dir", "%v", err)
 				}
 				abs, err := filepath.Abs(c.ProfileDir)
 				if err != nil {
