@@ -34,7 +34,7 @@ func appendContent(buf []byte, b flow.Budget) ([]byte, error) {
 // returned for the next call); ok is false when b cannot be encoded.
 func (d *definitions) digest(buf []byte, b flow.Budget) (h uint64, ok bool, grown []byte) {
 	v, err := appendContent(buf[:0], b)
-	if err != nil || len(b.Name) == 0 || len(b.Name) > MaxNameLen {
+	if err != nil || !validKeyName(b.Name) { // as EncodeBudgetDef's key would fail
 		return 0, false, v
 	}
 	return maphash.Bytes(d.seed, v), true, v

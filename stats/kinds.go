@@ -180,11 +180,15 @@ func DecodeRecord(key, value []byte) (Record, error) {
 	return rec, nil
 }
 
+// validKeyName reports whether s can be a name in a key: not empty, at most
+// MaxNameLen bytes.
+func validKeyName(s string) bool { return s != "" && len(s) <= MaxNameLen }
+
 // appendKey appends a key of kind k made of names.
 func appendKey(k Kind, names ...string) ([]byte, error) {
 	n := 1
 	for _, s := range names {
-		if s == "" || len(s) > MaxNameLen {
+		if !validKeyName(s) {
 			return nil, &ReportError{Budget: k.String(), Source: names[0], Msg: "empty name, or longer than MaxNameLen"}
 		}
 		n += 2 + len(s)

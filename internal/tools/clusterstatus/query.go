@@ -141,30 +141,22 @@ func EachBudget(src Catalog, now time.Time, q Query, limitOf map[string]string, 
 		}
 		return nil
 	}
-	if m.names != nil {
-		for _, name := range m.names {
-			if d, ok := src.BudgetDef(name); ok {
-				if err := visit(d); err != nil {
-					return matched, err
-				}
-			}
+	names := m.names // exact names; else every name, matched below
+	if names == nil {
+		if names = src.BudgetNames(); q.Top == 0 {
+			slices.Sort(names)
 		}
-	} else {
-		all := src.BudgetNames()
-		if q.Top == 0 {
-			slices.Sort(all)
+	}
+	for _, name := range names {
+		if m.re != nil && !m.re.MatchString(name) {
+			continue
 		}
-		for _, name := range all {
-			if m.re != nil && !m.re.MatchString(name) {
-				continue
-			}
-			d, ok := src.BudgetDef(name)
-			if !ok { // deleted since
-				continue
-			}
-			if err := visit(d); err != nil {
-				return matched, err
-			}
+		d, ok := src.BudgetDef(name)
+		if !ok { // not defined, or deleted since
+			continue
+		}
+		if err := visit(d); err != nil {
+			return matched, err
 		}
 	}
 	// The heap's root is the smallest kept; hand them out largest first.
