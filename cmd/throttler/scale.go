@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -92,11 +91,6 @@ plus a minute or two.`,
 				if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
 					return badFlag("cpuprofile-dir", "%v", err)
 				}
-				abs, err := filepath.Abs(c.ProfileDir)
-				if err != nil {
-					return badFlag("cpuprofile-dir", "%v", err)
-				}
-				c.ProfileDir = abs
 			}
 			c.Partitions, c.MaxRSS, c.Log = int32(*parts), *maxRSS<<20, e.log
 			table := e.stdout

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -232,6 +233,22 @@ func measureYardstick(ctx context.Context, c *Config) (*Yardstick, error) {
 	return &Yardstick{Records: c.Yardstick, Rounds: yardstickRounds, PassthroughRPS: res.PassthroughRPS, PipelineRPS: res.PipelineRPS}, nil
 }
 
+// absolutePaths makes Dir and ProfileDir absolute: the brokers and workers
+// run in their row's directory, where a relative path names another place.
+func (c *Config) absolutePaths() error {
+	for _, p := range []*string{&c.Dir, &c.ProfileDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}
+
 // Run runs a row per budget count, in order; onRow, if not nil, gets each
 // row as it ends. An error of a row ends the run with the rows so far.
 func Run(ctx context.Context, c Config, onRow func(Row)) (Report, error) {
@@ -242,6 +259,9 @@ func Run(ctx context.Context, c Config, onRow func(Row)) (Report, error) {
 	r.Config.Partitions, r.Config.Workers, r.Config.Rate, r.Config.Seconds = c.Partitions, c.Workers, c.Rate, c.Duration.Seconds()
 	r.Config.Paced, r.Config.PacedShare, r.Config.Skew, r.Config.Users = c.Paced, c.PacedShare, c.Skew, c.Users
 	r.Config.Delivery, r.Config.ViaControl, r.Config.ChurnRate = c.Delivery, c.ViaControl, c.ChurnRate
+	if err := c.absolutePaths(); err != nil {
+		return r, err
+	}
 	if c.Dir == "" {
 		dir, err := os.MkdirTemp("", "throttler-scale-")
 		if err != nil {

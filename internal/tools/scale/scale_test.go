@@ -132,3 +132,24 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// The brokers and workers run in their row's directory: a relative --dir
+// or --cpuprofile-dir would name a directory inside it.
+func TestRelativeDirsMadeAbsolute(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Dir: "run", ProfileDir: "prof"}
+	if err := c.absolutePaths(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Dir != filepath.Join(wd, "run") || c.ProfileDir != filepath.Join(wd, "prof") {
+		t.Errorf("Dir %q, ProfileDir %q: want both under %s", c.Dir, c.ProfileDir, wd)
+	}
+	empty := Config{}
+	if err := empty.absolutePaths(); err != nil || empty.Dir != "" || empty.ProfileDir != "" {
+		t.Errorf("empty paths: %+v, %v", empty, err)
+	}
+}
