@@ -68,6 +68,7 @@ func (n *node) syncOrTune(w *world, t int64) {
 	now := w.clock(t)
 	if (t-epoch.UnixNano()-n.phase)%w.syncEvery == 0 {
 		n.reports = n.tree.Reports(now, n.reports[:0])
+		n.reports = w.releasedReports(n, now, n.reports)
 		_ = w.ex.Publish(n.reports)
 		n.tree.Sync(now, w.ex)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/throttler/throttler/flow"
 )
@@ -292,6 +293,11 @@ func (w *world) commit(t int64) {
 			}
 		}
 	}
+	for _, p := range w.parts {
+		if p.owner != nil {
+			p.releaseIdle(w, now)
+		}
+	}
 }
 
 // commitPartition commits one partition ahead of the others (it moves).
@@ -338,8 +344,50 @@ func (p *partition) deliverRewards(w *world, until int64) {
 			p.held = append(p.held, r)
 			return
 		}
-		p.lanes[r.b].Reward(w.clock(r.at), 1)
+		p.lane(w, r.b, r.at).Reward(w.clock(r.at), 1)
 	})
+}
+
+// releasedReports appends to dst, with lanes released (Partitions.LaneIdle),
+// the committed counters of the budgets whose lane n released on the
+// partitions it owns, read at now: the worker's stats view shows a
+// source's every budget as of the partition's latest commit or heartbeat.
+func (w *world) releasedReports(n *node, now time.Time, dst []flow.Report) []flow.Report {
+	if w.sc.Partitions == nil || w.sc.Partitions.LaneIdle == 0 {
+		return dst
+	}
+	for _, p := range w.parts {
+		if p.owner != n || p.src == nil {
+			continue
+		}
+		for _, b := range w.bs {
+			if r, ok := p.committed[b.spec.Name]; ok && p.src.Peek(b.spec.Name) == nil {
+				r.At = now
+				dst = append(dst, r)
+			}
+		}
+	}
+	return dst
+}
+
+// lane returns the partition's lane of budget b, opening it at t when
+// lanes are released (Partitions.LaneIdle) and b's was.
+func (p *partition) lane(w *world, b int, t int64) *flow.Lane {
+	if w.sc.Partitions.LaneIdle == 0 {
+		return p.lanes[b]
+	}
+	return p.src.Get(w.bs[b].name, w.clock(t))
+}
+
+// releaseIdle publishes the partition's changed counters (committed by
+// commit) and releases its lanes idle for Partitions.LaneIdle.
+func (p *partition) releaseIdle(w *world, now time.Time) {
+	if w.sc.Partitions.LaneIdle == 0 || p.src == nil {
+		return
+	}
+	w.changed = p.src.Changed(now, w.changed[:0])
+	p.src.Published()
+	p.src.Release(now, time.Duration(w.sc.Partitions.LaneIdle))
 }
 
 // run produces the partition's events of the step at t and, when it has
@@ -361,7 +409,7 @@ func (p *partition) run(w *world, t int64) {
 			continue
 		}
 		s.carry -= float64(k)
-		lane := p.lanes[s.b.idx]
+		lane := p.lane(w, s.b.idx, t)
 		gap := w.step / int64(k)
 		for j := 0; j < k; j++ {
 			te := t + gap*int64(j) + gap/2

@@ -122,6 +122,13 @@ type Partitions struct {
 	// CatchUp is how many times its rate a partition is read at while it
 	// is behind (optional, default 10).
 	CatchUp float64 `yaml:"catch_up"`
+	// LaneIdle, when set, releases at each commit the lanes of an owned
+	// partition that had no event for this long and whose counters are
+	// committed, as the worker does (consumer.LaneIdle, three sync
+	// intervals by default); the budget's next event there opens the lane
+	// again from the committed counters (optional, default 0: lanes stay
+	// open).
+	LaneIdle Duration `yaml:"lane_idle"`
 }
 
 // Node is one simulated worker and the traffic offered to it.

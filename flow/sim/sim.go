@@ -76,10 +76,11 @@ type world struct {
 	opts        []flow.Option
 	ex          *lossyExchange
 	nodes       []*node
-	parts       []*partition // partition mode
-	stalls      [][2]int64   // partition mode, Unix nanoseconds
-	held        [][2]int64   // the stalls whose first batch after is held
-	clockSteps  [][2]int64   // the nodes' clock steps: instant, size
+	parts       []*partition  // partition mode
+	stalls      [][2]int64    // partition mode, Unix nanoseconds
+	held        [][2]int64    // the stalls whose first batch after is held
+	clockSteps  [][2]int64    // the nodes' clock steps: instant, size
+	changed     []flow.Report // partition mode with LaneIdle: scratch of Source.Changed
 }
 
 // offset is how far the nodes' clock is from virtual time at t.
@@ -177,7 +178,7 @@ func (w *world) budgets() {
 	byName := map[string]int{}
 	for i, spec := range w.sc.Budgets {
 		byName[spec.Name] = i
-		b := &budget{spec: spec, idx: i, exhaustedAt: -1, sync: w.syncEvery}
+		b := &budget{spec: spec, name: []byte(spec.Name), idx: i, exhaustedAt: -1, sync: w.syncEvery}
 		b.begin = e0 + int64(spec.begin())
 		fb := flow.Budget{Name: spec.Name, Target: spec.Target, Reserve: spec.Reserve.D(),
 			Rewards: spec.Reward != nil, Scored: spec.Score != "", Parent: spec.Parent,

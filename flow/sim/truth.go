@@ -8,6 +8,7 @@ import (
 // budget is the simulator's ground truth about one budget.
 type budget struct {
 	spec   Budget
+	name   []byte // spec.Name, for Source.Get
 	idx    int
 	chain  []int // this budget and its ancestors
 	dist   string

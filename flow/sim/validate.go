@@ -137,6 +137,8 @@ func (s *Scenario) validatePartitions() error {
 		return bad("partitions.rebalance", "must not be negative")
 	case !(p.CatchUp >= 1) || !finite(p.CatchUp):
 		return bad("partitions.catch_up", "must be at least 1")
+	case p.LaneIdle < 0:
+		return bad("partitions.lane_idle", "must not be negative")
 	}
 	return validateSteps("partitions.steps", p.Steps)
 }
