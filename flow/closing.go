@@ -84,7 +84,11 @@ func (w *smoothed) add(r *Report) {
 // rateAt is the offered rate between the last reports made at or before
 // cutoff-span and at or before cutoff (the oldest known stands in for a
 // report older than any known); from the source's start when there is one
-// report only. 0 without reports.
+// report only. 0 without reports, and 0 when neither spans a quarter of
+// span (a sync interval for rateOf): the first report of a source often
+// comes a fraction of a millisecond after its first event (an event, then
+// its commit at once), and one event over that instant read as 10,000
+// events a second, which the peers then extrapolated.
 func (w *smoothed) rateAt(cutoff, span int64) float64 {
 	if w.n == 0 {
 		return 0
@@ -99,13 +103,14 @@ func (w *smoothed) rateAt(cutoff, span int64) float64 {
 	}
 	b := find(cutoff)
 	a := find(cutoff - span)
-	if a.at >= b.at {
-		if b.at <= w.since {
-			return 0
-		}
+	least := span / rateMemory
+	if b.at-a.at >= least {
+		return float64(b.off-a.off) / (float64(b.at-a.at) / 1e9)
+	}
+	if b.at-w.since >= least {
 		return float64(b.off) / (float64(b.at-w.since) / 1e9)
 	}
-	return float64(b.off-a.off) / (float64(b.at-a.at) / 1e9)
+	return 0
 }
 
 // partsAt is the instant as of which the parts of the closing stretch

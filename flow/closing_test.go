@@ -47,6 +47,29 @@ func TestSmoothedAgreesAsOfAnInstant(t *testing.T) {
 	}
 }
 
+// A source's first report made just after its first event (its commit at
+// once) tells no rate: one event over 0.1 ms is not 10,000 a second.
+func TestSmoothedNoRateOverAnInstant(t *testing.T) {
+	span := int64(4 * time.Second)
+	began := at(10 * time.Second)
+	first := Report{Source: "p", At: began.Add(100 * time.Microsecond), Since: began, Total: Counters{Offered: 1}}
+	var w smoothed
+	w.add(&first)
+	if got := w.rateAt(at(11*time.Second).UnixNano(), span); got != 0 {
+		t.Errorf("one event, reported 0.1 ms after the source began: %.1f a second, want 0 (unknown)", got)
+	}
+	second := Report{Source: "p", At: began.Add(200 * time.Millisecond), Since: began, Total: Counters{Offered: 2}}
+	w.add(&second)
+	if got := w.rateAt(at(11*time.Second).UnixNano(), span); got != 0 {
+		t.Errorf("two reports 0.2 s after the source began: %.1f a second, want 0 (unknown)", got)
+	}
+	later := Report{Source: "p", At: began.Add(2 * time.Second), Since: began, Total: Counters{Offered: 3}}
+	w.add(&later)
+	if got, want := w.rateAt(at(13*time.Second).UnixNano(), span), 2/later.At.Sub(first.At).Seconds(); got != want {
+		t.Errorf("2 events between the first report and one 2 s after the source began: %.3f a second, want %.3f", got, want)
+	}
+}
+
 // The misses of sources published together (at one instant, by one node)
 // are judged by their sum: sources that share one allowance, whose misses
 // cancel out, teach no error; the same misses at different instants do.
