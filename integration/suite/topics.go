@@ -2,12 +2,14 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
@@ -33,10 +35,7 @@ func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
-	if err != nil {
-		t.Fatalf("list end offsets of %v: %v", topics, err)
-	}
+	ends := listEnds(ctx, t, kadm.NewClient(cl), topics)
 	lsos, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		t.Fatalf("list last stable offsets of %v: %v", topics, err)
@@ -99,6 +98,36 @@ func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 		})
 	}
 	return out
+}
+
+// listEnds lists the end offsets of topics, asking again while a partition
+// answers with an error (a broker under load, a leader moving) until ctx
+// ends; a topic that does not exist has no partitions in the answer. A
+// partition's error taken for an empty partition read a whole output
+// topic as empty.
+func listEnds(ctx context.Context, t *testing.T, adm *kadm.Client, topics []string) kadm.ListedOffsets {
+	t.Helper()
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topics...)
+		var failed error
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err != nil && !errors.Is(o.Err, kerr.UnknownTopicOrPartition) && failed == nil {
+					failed = fmt.Errorf("%s/%d: %w", o.Topic, o.Partition, o.Err)
+				}
+			})
+			if failed == nil {
+				return ends
+			}
+		} else {
+			failed = err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("list end offsets of %v: %v", topics, failed)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // QuietAfter is how long readTopics waits for more records of a partition

@@ -67,10 +67,27 @@ func (r *reader) ends(ctx context.Context, topics ...string) (map[tp]int64, erro
 			topics = append(topics, t)
 		}
 	}
-	out := map[tp]int64{}
 	if len(topics) == 0 {
-		return out, nil
+		return map[tp]int64{}, nil
 	}
+	// A partition that answers with an error (a broker under load) is
+	// asked again until the deadline: skipped, its records would read as
+	// lost.
+	for {
+		out, err := r.listEnds(ctx, topics)
+		if err == nil {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// listEnds is one try of ends on existing topics.
+func (r *reader) listEnds(ctx context.Context, topics []string) (map[tp]int64, error) {
 	starts, err := r.adm.ListStartOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
@@ -79,15 +96,22 @@ func (r *reader) ends(ctx context.Context, topics ...string) (map[tp]int64, erro
 	if err != nil {
 		return nil, err
 	}
+	out := map[tp]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			return
-		}
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil && o.Offset > s.Offset {
+		s, ok := starts.Lookup(o.Topic, o.Partition)
+		switch {
+		case err != nil:
+		case o.Err != nil:
+			err = fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
+		case !ok:
+			err = fmt.Errorf("start offset of %s/%d: not listed", o.Topic, o.Partition)
+		case s.Err != nil:
+			err = fmt.Errorf("start offset of %s/%d: %w", o.Topic, o.Partition, s.Err)
+		case o.Offset > s.Offset:
 			out[tp{o.Topic, o.Partition}] = o.Offset
 		}
 	})
-	return out, nil
+	return out, err
 }
 
 // reached reports whether every partition of ends was read to its end.
