@@ -1,4 +1,4 @@
-package broker
+package fencing
 
 import (
 	"path/filepath"
