@@ -61,10 +61,7 @@
 //     cut above which that fraction of the traffic lies: a quantile of a
 //     log-linear histogram of the scores seen, averaged with the peers'
 //     cuts. Until traffic is measured, lanes pass at the ideal rate from a
-//     token bucket. Silence after traffic (no event over the last sync
-//     interval, as between bursts) is not a start: the next events are
-//     taken to come at the period's average offered rate so far, and pass
-//     at the wanted rate over it.
+//     token bucket.
 //
 // Reward budgets count rewards (Lane.Reward) instead of passes. Their
 // controller fits the conversion ratio and the reward delay on the

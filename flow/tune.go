@@ -192,14 +192,6 @@ func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *p
 		rate = c.steadyRate(t, rate)
 		q = c.crowdLead(t, e, g, q, rate)
 	}
-	if !(rate > 0) && e.offered > 0 && t > e.start {
-		// Silence after traffic (events that come in bursts, or a pause):
-		// the next events are taken to come at the period's average rate
-		// so far, not as a start's, whose lanes pass at the ideal rate
-		// with a token each at most and would refuse nearly every event
-		// of a burst, however far behind its course the budget is.
-		rate = e.offered / (float64(t-e.start) / 1e9)
-	}
 	if rate > 0 {
 		prm.p = clamp01(q / rate)
 		prm.nextP = clamp01(c.b.Target / c.span(e) / g.conv / rate)
