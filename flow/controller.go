@@ -39,6 +39,13 @@ type params struct {
 	cold      bool
 	coldRate  float64
 	coldBurst float64
+	// silent: traffic was measured in the period, but none over the last
+	// sync interval anywhere in the cluster (bursts that follow silence, a
+	// pause, a stall before its backlog). Lanes then pass every event the
+	// node's allowance lets through, which holds this node's part of the
+	// budget's lag behind its ideal curve (see guard.go): a burst is passed
+	// as far as the course wants it, whatever its density.
+	silent bool
 }
 
 // Controller paces one budget on one node. Its lanes decide; the

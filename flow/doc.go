@@ -95,7 +95,11 @@
 // stall) is not passed at a fraction tuned for the traffic before it, nor
 // past the target before the next tune; a budget its traffic cannot
 // exhaust gets its part of what is left at once, so that a budget far
-// from its target never refuses a backlog for its speed. And the last few passes of a
+// from its target never refuses a backlog for its speed; after silence
+// across the cluster (no rate measured, traffic earlier in the period)
+// the allowance holds the node's part of the lag behind the ideal curve,
+// so that a burst after silence brings the budget back to its course,
+// however dense. And the last few passes of a
 // budget, as well as every pass of an unscored budget too small to give
 // each node a pass per sync interval, are made by one node at a time: the
 // one owning the first source by name.

@@ -143,6 +143,26 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	if left > 4*traffic*float64(e.end-t)/1e9 {
 		free = limit
 	}
+	if prm.silent {
+		// Silence after traffic: the node may pass its part of the lag
+		// behind the ideal curve at once, and its part of the ideal rate
+		// after, with one pass of burst: a burst that ends the silence is
+		// passed as far as the course wants it, and no further, however
+		// dense (a backlog read at once after a stall), until the next
+		// tune measures its rate. A lag longer than the catch-up a
+		// horizon allows (five times the ideal rate over it, as wanted
+		// caps it) is left to the working fraction after.
+		own := part
+		if c.single {
+			own = 1
+		}
+		ideal := c.b.Target / c.span(e) / g.conv * own
+		lag := (c.sched.ideal(t+g.lead, e.start, e.end) - g.achieved) / g.conv
+		lag = min(own*lag, 5*ideal*float64(c.accel(e.start, e.end-c.sched.reserve))/1e9)
+		free = max(free, min(limit, lag))
+		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ideal / 1e9}
+		return
+	}
 	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
 }
 

@@ -40,7 +40,7 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 // right, and the allowance bounds what its lanes pass by the node's part
 // of what is left.
 func (c *Controller) slackAfter(t int64, e *estimate, prm *params) bool {
-	return c.sk == nil && c.conv == nil && !c.b.Delay && !c.single && !prm.cold && !prm.exhausted && t >= c.warmUntil &&
+	return c.sk == nil && c.conv == nil && !c.b.Delay && !c.single && !prm.cold && !prm.silent && !prm.exhausted && t >= c.warmUntil &&
 		prm.allow != nil && prm.allow.free > 0 && prm.p >= 1 && prm.nextP >= 1 && !c.lastReports(t, e)
 }
 
@@ -184,20 +184,30 @@ func (c *Controller) span(e *estimate) float64 {
 }
 
 // working turns the wanted rate q into the lanes' parameters: the working
-// pass fraction (or the cold rate when no traffic is measured) and, for
-// scored budgets, the score cut.
+// pass fraction (or, with no traffic measured, the cold rate of a start or
+// the allowance of silence after traffic) and, for scored budgets, the
+// score cut.
 func (c *Controller) working(t int64, e *estimate, g progress, q float64, prm *params) {
 	rate := e.rate
 	if c.sk != nil {
 		rate = c.steadyRate(t, rate)
 		q = c.crowdLead(t, e, g, q, rate)
 	}
-	if rate > 0 {
+	switch {
+	case rate > 0:
 		prm.p = clamp01(q / rate)
 		prm.nextP = clamp01(c.b.Target / c.span(e) / g.conv / rate)
-	} else {
-		// No traffic measured (a start, or lanes just opened on an idle
-		// node): lanes pass at the ideal rate until the next tune.
+	case c.sk == nil && !c.b.Delay && e.offered > 0 && t > e.start:
+		// Silence after traffic: no working fraction can be told without
+		// a rate, and a start's token bucket (a token per lane at most)
+		// would refuse nearly every event of the burst that ends the
+		// silence, however far behind its course the budget is. The
+		// allowance bounds what passes instead (guard.go).
+		prm.p, prm.nextP, prm.silent = 1, 1, true
+	default:
+		// No traffic measured and none yet in the period (a start), or a
+		// scored or delay budget after silence: lanes pass at the ideal
+		// rate until the next tune.
 		prm.cold = true
 		prm.coldRate, prm.coldBurst = c.coldRate()
 	}
