@@ -146,6 +146,7 @@ type Controller struct {
 	// when the last lane closed, and a visit asked for (Tree.SetShare)
 	lastVisit, synced, emptySince int64
 	tunedAt                       int64 // the last tune (the score sketch decays by the time since)
+	born                          int64 // when the tree made it (set once, before any use)
 	forced                        bool
 }
 

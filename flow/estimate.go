@@ -365,9 +365,20 @@ func (c *Controller) peerOffered(p *peer, from, t int64) float64 {
 // r·ownN after a surge of the own lanes, at most that once a burst of
 // theirs that the span held has ended, n otherwise. ownN is the own
 // traffic in n's units, count the own lanes' events over dt seconds.
+//
+// A peer whose last report predates this controller (made again after its
+// node held no open lane of the budget for DropAfter: lanes released in a
+// stall, partitions that moved) cannot be related to the own traffic over
+// its span, which this controller never saw: the own lanes surge against
+// it when, at its ratio (that of an own lane of average traffic until one
+// is related), they offer well above what it reported. A backlog every
+// node reads after a broker restart, whose partitions were all released
+// and reassigned, is then taken for the cluster's, not this node's alone.
 func (c *Controller) followOwn(p *peer, r, n, ownN, count, dt float64) float64 {
 	switch {
 	case surged(count, dt, p.ownThen):
+		return max(n, r*ownN)
+	case math.IsInf(p.ownThen, 1) && p.at < c.born && surged(r*count, dt, p.offRate):
 		return max(n, r*ownN)
 	case c.burstEnded(p) && fell(count, dt, p.ownThen):
 		return min(n, r*ownN)

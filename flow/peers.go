@@ -20,8 +20,10 @@ type peer struct {
 	ratio, ownThen float64
 	ratioKnown     bool
 	// burst: its offered rate over the span of its last rates was a
-	// surge against its own rate before that span (a backlog it read)
-	burst bool
+	// surge against its own rate before that span (a backlog it read);
+	// burstTo: the end of the last span that was one
+	burst   bool
+	burstTo int64
 	// smooth: its offered rate smoothed over its reports (closing.go)
 	smooth smoothed
 	// heard: its report came through the exchange (not the last one of
@@ -163,6 +165,9 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	p.rateKnown = true
 	smooth := c.rateOf(&p.smooth, from)
 	p.burst = surged(p.offRate*dt, dt, smooth)
+	if p.burst {
+		p.burstTo = at
+	}
 	c.relate(p, from, at)
 	// A pause of the peer's node alone (a starved process, a fetch that
 	// stalls): the span's traffic fell far short of the source's smoothed
@@ -171,8 +176,10 @@ func (c *Controller) rates(p *peer, r *Report, before Counters, from int64) {
 	// rates stand at the smoothed one, as through an outage (holdRates);
 	// taken at the pause's, the cluster would look quieter than it is,
 	// and this node would make up the passes the pause held back on top
-	// of the backlog's.
-	if smooth > 0 && fell(p.offRate*dt, dt, smooth) && !math.IsInf(p.ownThen, 0) && !fell(p.ownThen*dt, dt, c.ownSmooth) {
+	// of the backlog's. A smoothed rate that holds a burst of the source
+	// (the backlog it read after a stall) is not its usual traffic: the
+	// fall after it is the burst's end, not a pause.
+	if smooth > 0 && p.burstTo <= from-rateMemory*int64(c.cfg.sync) && fell(p.offRate*dt, dt, smooth) && !math.IsInf(p.ownThen, 0) && !fell(p.ownThen*dt, dt, c.ownSmooth) {
 		p.standAt(smooth)
 	}
 }

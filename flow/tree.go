@@ -405,7 +405,7 @@ func (t *Tree) Reports(now time.Time, dst []Report) []Report {
 func (t *Tree) activate(x *def, n int64) *Controller {
 	c := newController(x.b, &t.cfg)
 	c.tree, c.def, c.idx = t, x, len(t.active)
-	c.lastVisit = n
+	c.lastVisit, c.born = n, n
 	c.lateness = t.lateness.Load()
 	if b := t.began.Load(); b != 0 && b < n {
 		c.hist.add(b, 0, 0, 0, 0)
