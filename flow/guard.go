@@ -36,8 +36,21 @@ import (
 
 // allowance is what a node's lanes of one budget may pass, shared by the
 // lanes (one atomic add per pass): free passes, plus a token bucket that
-// starts with burst tokens at from and fills at rate per nanosecond, never
-// past limit passes in all.
+// starts with burst tokens at from and fills at rate per nanosecond (for
+// span nanoseconds, when span is set, and at slow per nanosecond after),
+// never past limit passes in all.
+//
+// The span is the time until the next tune is due, with a tune interval
+// of slack: an allowance is made for the time between two tunes. Past
+// it (a tuner starved on a loaded machine, or a controller it skipped
+// while its lanes were idle) the bucket fills at the node's part of the
+// ideal rate, never faster than before: the catch-up it was granted for
+// is not stretched over a gap its tune did not foresee, and the burst
+// that ends the gap is passed at the wanted rate from the next tune,
+// which the burst's lanes ask for. Without it, a backlog read after a
+// broker restart on a loaded machine, its tunes 0.3 to 0.6 s apart and
+// its allowances granted up to a second before it arrived, had every
+// node pass a thousand passes or so at a fraction of 1 in one gap.
 //
 // An instant before from counts as from. Lanes decide with the instant
 // their batch was taken, which can precede the tune that granted the
@@ -50,6 +63,8 @@ type allowance struct {
 	from  int64
 	burst float64
 	rate  float64
+	span  int64
+	slow  float64
 	used  atomic.Int64
 	// closing: the allowance paces the node by rate (closing.go), and
 	// what it left unused carries over to the next
@@ -61,9 +76,14 @@ type allowance struct {
 // share. Without capped, the limit (what is left of the period tuned
 // for) does not apply: the pass is for a lane already in the next period.
 func (a *allowance) take(t int64, capped bool) bool {
+	dt := max(t-a.from, 0)
+	fill := a.rate * float64(dt)
+	if a.span > 0 && dt > a.span {
+		fill = a.rate*float64(a.span) + a.slow*float64(dt-a.span)
+	}
 	for {
 		n := a.used.Load() + 1
-		if (capped && n > a.limit) || float64(n) > a.free+a.burst+a.rate*float64(max(t-a.from, 0)) {
+		if (capped && n > a.limit) || float64(n) > a.free+a.burst+fill {
 			return false
 		}
 		if a.used.CompareAndSwap(n-1, n) {
@@ -113,13 +133,18 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		rate = max(q, c.b.Target/c.span(e)/g.conv)
 	}
 	// Until the next tune, this node passes at most its part of what is
-	// left (one pass while one is; all of it when it passes alone):
-	// between two tunes, a backlog read at once with a working fraction
-	// tuned for the traffic before it is bounded by what is left, not
-	// only by the pace, and the hard stop of the next tune comes in time.
+	// left before the hard stop (what is left less its margin; one pass
+	// while one is left; all of it when it passes alone): between two
+	// tunes, a backlog read at once with a working fraction tuned for
+	// the traffic before it is bounded by what is left, not only by the
+	// pace, and the hard stop of the next tune comes in time. The margin
+	// is what the hard stop keeps for the error of the peers' estimates;
+	// a limit that spent it would let the last tune before the stop pass
+	// to the target on a picture of the peers short by that error.
 	limit := left
 	if !c.single {
-		limit = math.Floor(left * part)
+		stop := max(left-min(e.margin, marginShare*c.b.Target/g.conv), 0)
+		limit = math.Floor(stop * part)
 		if limit < 1 && left >= 1 {
 			limit = 1
 		}
@@ -163,7 +188,12 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ideal / 1e9}
 		return
 	}
-	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9}
+	ideal := c.b.Target / c.span(e) / g.conv
+	if !c.single {
+		ideal *= part
+	}
+	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9,
+		span: 2 * int64(c.cfg.tune), slow: min(2*rate, ideal) / 1e9}
 }
 
 // sparse reports whether an unscored budget is too small for every node to

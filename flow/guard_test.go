@@ -259,3 +259,50 @@ func TestStallStragglersKeepTheRatio(t *testing.T) {
 	}
 	holdsTarget(t, 2*time.Second, 25500*time.Millisecond, 0.015, straggle)
 }
+
+// A backlog read after a stall, with no tune between its arrival and the
+// allowance in force (a loaded machine: the tunes came 0.3 to 0.6 s
+// apart as the backlog of a broker restart arrived; and the stall's
+// idle lanes leave their controller unvisited for up to a sync
+// interval): the lanes pass at a working fraction of 1, tuned for the
+// stall's trickle, and only the allowance bounds them. Past the time the
+// next tune was due, its bucket fills at the node's part of the ideal
+// rate, not at twice the catch-up rate: a gap the tune did not foresee
+// does not stretch a catch-up.
+func TestLateTuneBacklogBounded(t *testing.T) {
+	b := Budget{Name: "c", Target: 1000, Begin: t0, End: at(100 * time.Second)} // 10/s ideal
+	tree := mustTree(t, []Budget{b})
+	l := mustOpen(t, tree, "p0", t0).Lane("c")
+	now := time.Duration(0)
+	step := func(events int) {
+		tree.Tune(at(now))
+		offer(l, at(now), 100*time.Millisecond, events, 0)
+		now += 100 * time.Millisecond
+	}
+	for now < 10*time.Second {
+		step(5) // 50 events/s: a working fraction of about 0.2
+	}
+	for k := 0; now < 15*time.Second; k++ {
+		step(1 - min(k%5, 1)) // a stall's trickle: 2 events/s, the budget falls behind
+	}
+	tree.Tune(at(now))
+	s := tree.Controller("c").Snapshot()
+	if s.WorkingPassRate < 1 {
+		t.Fatalf("working pass rate %.3f after the stall, want 1 (the catch-up exceeds the trickle)", s.WorkingPassRate)
+	}
+	// The backlog, 2,000 events read 0.8 s after the last tune, with no
+	// tune between (the allowance in force is older still: the trickle's
+	// last tunes found the lanes idle). The allowance: a sync interval at the wanted rate
+	// (about 23 a second: the lag over the catch-up horizon, plus the
+	// ideal rate), two tune intervals' refill at twice it, then the ideal
+	// rate (10/s) for the rest of the gap: about 40 passes. Filled at
+	// twice the wanted rate over the whole gap, it would let 77 through.
+	got := offer(l, at(now+800*time.Millisecond), 0, 2000, 0)
+	t.Logf("%d of the backlog's 2000 passed before the late tune", got)
+	if got > 50 {
+		t.Errorf("%d passed in the late tune's gap, want at most 50", got)
+	}
+	if got < 30 {
+		t.Errorf("%d passed in the late tune's gap, want the allowance's 40 or so", got)
+	}
+}
