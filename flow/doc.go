@@ -28,25 +28,25 @@
 //     backlog that every node reads at once after a common stall), the peer
 //     is taken to offer its last known ratio to the own traffic, so that no
 //     node takes itself for the whole cluster (a controller made again,
-//     which never saw the own traffic over a peer's last report, judges
-//     the surge against the peer's reported rate at that ratio). A pause
-//     of one node (a starved machine, a fetch that stalls) holds its
-//     events back, to come as a backlog: while this node's own lanes
-//     pause (no event over two tune intervals where their smoothed rate
-//     expects several), its own traffic counts at that smoothed rate, and
-//     a peer whose last report's span caught such a pause (its traffic far
-//     short of its smoothed rate, while the own went on, and no burst of
-//     its own in that smoothed rate: the fall after a backlog it read is
-//     the backlog's end) counts at its smoothed rate, so that no node
-//     raises its fraction to make up passes the backlog brings. A peer is
-//     fresh until its report is older than StaleAfter plus the exchange's lateness (how
-//     much later than two sync intervals reports have been arriving, learnt
-//     from the reports themselves); a stale peer is counted at its report
-//     plus what it may have passed in a sync interval since, unless no
-//     peer is fresh (the exchange is down): then every peer is extrapolated
-//     and counted at its rates over its last reports, so that every node
-//     takes the cluster for the same and passes the same fraction. Sources not heard from
-//     yet are assumed to carry what the sources heard from carry, this
+//     which never saw the own traffic over a peer's last report, judges the
+//     surge against the peer's reported rate at that ratio). A pause of one
+//     node (a starved machine, a fetch that stalls) holds its events back,
+//     to come as a backlog: while this node's own lanes pause (no event
+//     over two tune intervals where their smoothed rate expects several),
+//     its own traffic counts at that smoothed rate, and a peer whose last
+//     report's span caught such a pause (its traffic far short of its
+//     smoothed rate, while the own went on, and no burst of its own in that
+//     smoothed rate: the fall after a backlog it read is the backlog's end)
+//     counts at its smoothed rate, so that no node raises its fraction to
+//     make up passes the backlog brings. A peer is fresh until its report
+//     is older than StaleAfter plus the exchange's lateness (how much later
+//     than two sync intervals reports have been arriving, learnt from the
+//     reports themselves); a stale peer is counted at its report plus what
+//     it may have passed in a sync interval since, unless no peer is fresh
+//     (the exchange is down): then every peer is extrapolated and counted
+//     at its rates over its last reports, so that every node takes the
+//     cluster for the same and passes the same fraction. Sources not heard
+//     from yet are assumed to carry what the sources heard from carry, this
 //     node holding its share (Tree.SetShare); what they passed before is
 //     filled in so only in a controller's first warm-up (a source it has
 //     not heard from after listening that long is new, and has passed

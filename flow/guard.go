@@ -40,17 +40,18 @@ import (
 // span nanoseconds, when span is set, and at slow per nanosecond after),
 // never past limit passes in all.
 //
-// The span is the time until the next tune is due, with a tune interval
-// of slack: an allowance is made for the time between two tunes. Past
-// it (a tuner starved on a loaded machine, or a controller it skipped
-// while its lanes were idle) the bucket fills at the node's part of the
-// ideal rate, never faster than before: the catch-up it was granted for
-// is not stretched over a gap its tune did not foresee, and the burst
-// that ends the gap is passed at the wanted rate from the next tune,
-// which the burst's lanes ask for. Without it, a backlog read after a
-// broker restart on a loaded machine, its tunes 0.3 to 0.6 s apart and
-// its allowances granted up to a second before it arrived, had every
-// node pass a thousand passes or so at a fraction of 1 in one gap.
+// The span is the time until the next tune is due, with a tune interval of
+// slack (params.until, when the lanes take the tuner for late): an
+// allowance is made for the time between two tunes. Past it (a tuner
+// starved on a loaded machine, or a controller it skipped while its lanes
+// were idle) the bucket fills at the node's part of the ideal rate, never
+// faster than before: the catch-up it was granted for is not stretched over
+// a gap its tune did not foresee, and the burst that ends the gap is passed
+// at the wanted rate from the next tune, which the burst's lanes ask for.
+// Without it, a backlog read after a broker restart on a loaded machine,
+// its tunes 0.3 to 0.6 s apart and its allowances granted up to a second
+// before it arrived, had every node pass a thousand passes or so at a
+// fraction of 1 in one gap.
 //
 // An instant before from counts as from. Lanes decide with the instant
 // their batch was taken, which can precede the tune that granted the
@@ -109,6 +110,7 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	// passes, the others' passes since their reports are taken at their
 	// reported rates (an upper bound: they stopped), with no margin.
 	left := (c.b.Target - g.achieved) / g.conv
+	ideal := c.b.Target / c.span(e) / g.conv // the cluster's ideal pass rate
 	c.single = left < 1/c.share || c.sparse(t, e)
 	if c.single {
 		if !c.leads(t) {
@@ -118,7 +120,7 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		}
 		// The one node passing passes for the whole cluster.
 		prm.p = clamp01(q / own)
-		prm.nextP = clamp01(c.b.Target / c.span(e) / g.conv / own)
+		prm.nextP = clamp01(ideal / own)
 	}
 	// Room for this node's part of a sync interval's passes at the wanted
 	// cluster rate (at least the ideal one), refilled at twice that rate:
@@ -128,10 +130,12 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	if e.rate > 0 {
 		part = max(part, e.ownRate/e.rate)
 	}
-	rate := max(q, c.b.Target/c.span(e)/g.conv) * part
+	mine := part // the node's part of the cluster's passes
 	if c.single {
-		rate = max(q, c.b.Target/c.span(e)/g.conv)
+		mine = 1
 	}
+	rate := max(q, ideal) * mine
+	ownIdeal := ideal * mine
 	// Until the next tune, this node passes at most its part of what is
 	// left before the hard stop (what is left less its margin; one pass
 	// while one is left; all of it when it passes alone): between two
@@ -143,7 +147,7 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	// to the target on a picture of the peers short by that error.
 	limit := left
 	if !c.single {
-		stop := max(left-min(e.margin, marginShare*c.b.Target/g.conv), 0)
+		stop := max(left-c.margin(e, g), 0)
 		limit = math.Floor(stop * part)
 		if limit < 1 && left >= 1 {
 			limit = 1
@@ -177,23 +181,14 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		// tune measures its rate. A lag longer than the catch-up a
 		// horizon allows (five times the ideal rate over it, as wanted
 		// caps it) is left to the working fraction after.
-		own := part
-		if c.single {
-			own = 1
-		}
-		ideal := c.b.Target / c.span(e) / g.conv * own
 		lag := (c.sched.ideal(t+g.lead, e.start, e.end) - g.achieved) / g.conv
-		lag = min(own*lag, 5*ideal*float64(c.accel(e.start, e.end-c.sched.reserve))/1e9)
+		lag = min(mine*lag, 5*ownIdeal*float64(c.accel(e.start, e.end-c.sched.reserve))/1e9)
 		free = max(free, min(limit, lag))
-		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ideal / 1e9}
+		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ownIdeal / 1e9}
 		return
 	}
-	ideal := c.b.Target / c.span(e) / g.conv
-	if !c.single {
-		ideal *= part
-	}
 	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9,
-		span: 2 * int64(c.cfg.tune), slow: min(2*rate, ideal) / 1e9}
+		span: prm.until - t, slow: min(2*rate, ownIdeal) / 1e9}
 }
 
 // sparse reports whether an unscored budget is too small for every node to

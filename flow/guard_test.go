@@ -291,12 +291,13 @@ func TestLateTuneBacklogBounded(t *testing.T) {
 		t.Fatalf("working pass rate %.3f after the stall, want 1 (the catch-up exceeds the trickle)", s.WorkingPassRate)
 	}
 	// The backlog, 2,000 events read 0.8 s after the last tune, with no
-	// tune between (the allowance in force is older still: the trickle's
-	// last tunes found the lanes idle). The allowance: a sync interval at the wanted rate
-	// (about 23 a second: the lag over the catch-up horizon, plus the
-	// ideal rate), two tune intervals' refill at twice it, then the ideal
-	// rate (10/s) for the rest of the gap: about 40 passes. Filled at
-	// twice the wanted rate over the whole gap, it would let 77 through.
+	// tune between (the allowance in force is older still: the
+	// trickle's last tunes found the lanes idle). The allowance: a sync
+	// interval at the wanted rate (about 23 a second: the lag over the
+	// catch-up horizon, plus the ideal rate), two tune intervals'
+	// refill at twice it, then the ideal rate (10/s) for the rest of
+	// the gap: about 40 passes. Filled at twice the wanted rate over
+	// the whole gap, it would let 77 through.
 	got := offer(l, at(now+800*time.Millisecond), 0, 2000, 0)
 	t.Logf("%d of the backlog's 2000 passed before the late tune", got)
 	if got > 50 {

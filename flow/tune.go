@@ -107,7 +107,7 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 	// the errors of a few estimates, not a second budget. A reward
 	// budget also stops, and tops up to, rewardSpread standard
 	// deviations short of the rewards still to come.
-	margin := min(e.margin, marginShare*T/g.conv)
+	margin := c.margin(e, g)
 	if c.single {
 		margin = 0
 	}
@@ -170,6 +170,12 @@ func (c *Controller) wanted(t int64, e *estimate, g progress, prm *params) float
 // bring more than that about one time in six, and half a percent of the
 // target more only rarely).
 const rewardSpread = 1.0
+
+// margin is the hard stop's margin, in passes: the error the
+// peers' estimates have shown, at most marginShare of the target.
+func (c *Controller) margin(e *estimate, g progress) float64 {
+	return min(e.margin, marginShare*c.b.Target/g.conv)
+}
 
 // marginShare bounds the hard stop's margin, as a share of the target.
 const marginShare = 0.005
