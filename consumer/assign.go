@@ -67,7 +67,7 @@ func (w *Worker) restartOwned(cl *kgo.Client, assigned map[string][]int32) {
 	}
 	w.log.Warn().Int("partitions", len(again)).
 		Msg("partitions assigned again while still owned: restarting them from their committed ledgers")
-	w.stopPartitions(again)
+	w.stopPartitions(again, false)
 	w.unpark(cl, again)
 }
 
@@ -111,14 +111,15 @@ func (w *Worker) loadLedgers(load *ledgerLoad, cl *kgo.Client, topics, sources [
 // the open transaction. At-least-once, their offsets are committed again
 // (see commitRevoked).
 func (w *Worker) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
-	w.revoke(ctx, cl, revoked, w.cfg.delivery == AtLeastOnce)
+	w.revoke(ctx, cl, revoked, w.cfg.delivery == AtLeastOnce, false)
 }
 
 // revoke stops the partitions of revoked, then, when commit is set,
-// commits the offsets they reached (see commitRevoked).
-func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string][]int32, commit bool) {
+// commits the offsets they reached (see commitRevoked); lost: the group
+// took them from this worker (see stopPartitions).
+func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string][]int32, commit, lost bool) {
 	gone, n := w.release(revoked)
-	w.stopPartitions(gone)
+	w.stopPartitions(gone, lost)
 	if commit {
 		w.commitRevoked(ctx, cl, gone)
 	}
@@ -190,10 +191,12 @@ func (w *Worker) updateShare(ctx context.Context, cl *kgo.Client) {
 
 func (w *Worker) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
 	w.log.Warn().Msg("partitions lost (session expired or fenced)")
-	w.revoke(ctx, cl, lost, false)
+	w.revoke(ctx, cl, lost, false, true)
 }
 
-func (w *Worker) stopPartitions(ps []*partition) {
+// stopPartitions stops ps; lost: the group took them from this worker
+// (see partition.lose), else they were handed over or the worker stops.
+func (w *Worker) stopPartitions(ps []*partition, lost bool) {
 	now := w.cfg.now()
 	for _, p := range ps {
 		close(p.quit)
@@ -201,7 +204,11 @@ func (w *Worker) stopPartitions(ps []*partition) {
 		close(p.in)
 		<-p.done
 		p.flushCounts()
-		p.close(now)
+		if lost {
+			p.lose(now)
+		} else {
+			p.close(now)
+		}
 		w.m.consumerLag.DeleteLabelValues(p.topic, fmt.Sprint(p.id))
 	}
 }
@@ -216,7 +223,7 @@ func (w *Worker) closeAll() {
 	}
 	clear(w.lastCommitted)
 	w.mu.Unlock()
-	w.stopPartitions(ps)
+	w.stopPartitions(ps, false)
 	w.unpark(nil, ps)
 	w.m.assigned.Set(0)
 }

@@ -244,7 +244,7 @@ func (w *Worker) restartParked(src string, st stats.LedgerState) {
 	if !owned {
 		return
 	}
-	w.stopPartitions([]*partition{old})
+	w.stopPartitions([]*partition{old}, false)
 	// Records dispatched to the parked partition since the last commit
 	// were held, not processed, and kgo has polled past them: without its
 	// hold the unit would commit the offset after them. The partition

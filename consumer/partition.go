@@ -199,6 +199,17 @@ func (p *partition) close(now time.Time) []flow.Report {
 	return reps
 }
 
+// lose stops counting the source of a partition the group took from this
+// worker (see flow.Tree.Lose): what it counted since its last commit is
+// void, and another worker may have owned it since.
+func (p *partition) lose(now time.Time) {
+	if p.src == nil {
+		return
+	}
+	p.w.tree.Lose(p.src, now)
+	p.src = nil
+}
+
 // rollback returns the partition to its committed ledger after an aborted
 // transaction. The partition must be idle.
 //

@@ -337,3 +337,6 @@ func (x viewExchange) Publish([]flow.Report) error { return nil }
 func (x viewExchange) View(budget string, dst []flow.Report) []flow.Report {
 	return x.v.View(budget, dst)
 }
+func (x viewExchange) Report(budget, source string) (flow.Report, bool) {
+	return x.v.Report(budget, source)
+}

@@ -219,13 +219,13 @@ func (c *Controller) closingAllowance(t int64, q, limit float64, prm *params) {
 	rate := max(q, 0) * c.ownSmooth / c.clusterRate
 	carry := 0.0
 	if old := c.params.Load().allow; old != nil && old.closing {
-		carry = old.free + old.burst + old.rate*float64(max(t-old.from, 0)) - float64(old.used.Load())
+		carry = old.free + old.burst + old.fill(t) - float64(old.used.Load())
 		carry = min(max(carry, 0), max(1, rate*c.cfg.tune.Seconds()))
 	}
 	if q > 0 && !prm.exhausted {
 		prm.p = 1
 	}
-	prm.allow = &allowance{limit: int64(max(limit, 0)), from: t, burst: carry, rate: rate / 1e9, closing: true}
+	prm.allow = &allowance{limit: int64(max(limit, 0)), from: t, burst: carry, rate: rate / 1e9, upto: int64(c.cfg.staleAfter), closing: true}
 }
 
 // closingPasses estimates what peer source p passed over [from, t] of the

@@ -308,8 +308,9 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 }
 
 // close stops counting a lane; its last report stands for the source until
-// a new owner publishes. It reports whether no lane is left.
-func (c *Controller) close(l *Lane, t int64) (Report, bool) {
+// a new owner publishes, or latest when set (see Tree.Lose). It reports
+// whether no lane is left.
+func (c *Controller) close(l *Lane, t int64, latest *Report) (Report, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := l.report(t)
@@ -321,14 +322,22 @@ func (c *Controller) close(l *Lane, t int64) (Report, bool) {
 				break
 			}
 		}
-		p := c.newPeer(l.source)
-		p.rep, p.at, p.smooth = r, t, l.view
-		// Its new owner carries on with its traffic: until that one's
-		// reports come, the source passes as it did here.
-		if s := r.Since.UnixNano(); t-s >= int64(c.cfg.tune) {
-			c.rates(p, &r, Counters{}, s)
+		if latest != nil {
+			delete(c.srcs, l.source)
+			c.take(nil, latest, t)
+			p := c.srcs[l.source].peer
+			p.smooth = l.view
+			p.smooth.add(latest)
+		} else {
+			p := c.newPeer(l.source)
+			p.rep, p.at, p.smooth = r, t, l.view
+			// Its new owner carries on with its traffic: until that one's
+			// reports come, the source passes as it did here.
+			if s := r.Since.UnixNano(); t-s >= int64(c.cfg.tune) {
+				c.rates(p, &r, Counters{}, s)
+			}
+			c.addPeer(p) // in the lane's place
 		}
-		c.addPeer(p) // in the lane's place
 		if len(c.laneList) == 0 {
 			c.emptySince = t
 		}

@@ -107,6 +107,20 @@
 // each node a pass per sync interval, are made by one node at a time: the
 // one owning the first source by name.
 //
+// A node that was frozen (a process stopped and woken, a VM paused, a
+// clock stepped forward: a gap of more than StaleAfter between two visit
+// rounds) knows its picture is older than the gap: what its peers passed
+// meanwhile is missing, and the silence looks like an outage of the
+// exchange. Its lanes that decide before its tuner runs again find an
+// allowance granted more than StaleAfter past its tune, which leaves them
+// only its free passes; and after the tuner's first round it passes only
+// the budgets far from their targets (even if every peer passed every
+// event it was offered since its report) until it hears from a peer a
+// report made after the gap, or for a report age at most. A source whose
+// ownership was lost rather than handed over (Tree.Lose: the node's group
+// session expired) takes the exchange's latest report, not the lanes'
+// own counts, which miss what its next owner passed.
+//
 // The margin is twice the error that the peers' next reports show in what
 // they were estimated to have passed, judged by node (the sources a node
 // publishes at one instant together): that error sets how close to its

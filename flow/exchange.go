@@ -63,6 +63,12 @@ type Exchange interface {
 	View(budget string, dst []Report) []Report
 }
 
+// ReportLookup is an Exchange that looks up the latest report of one
+// source of a budget; Tree.Lose asks it rather than a whole View.
+type ReportLookup interface {
+	Report(budget, source string) (Report, bool)
+}
+
 // MemoryExchange is an Exchange in memory: every published report is
 // visible at once to every reader. Safe for concurrent use.
 type MemoryExchange struct {
@@ -88,6 +94,14 @@ func (m *MemoryExchange) Publish(reports []Report) error {
 		}
 	}
 	return nil
+}
+
+// Report returns the latest report of budget × source, if there is one.
+func (m *MemoryExchange) Report(budget, source string) (Report, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.latest[budget][source]
+	return r, ok
 }
 
 // View appends the latest report of every source of budget.

@@ -53,6 +53,14 @@ import (
 // before it arrived, had every node pass a thousand passes or so at a
 // fraction of 1 in one gap.
 //
+// Past upto nanoseconds after from (when upto is set: the span and
+// StaleAfter past it) only the free passes are left. A tuner silent for
+// that long (a process frozen and woken, a clock stepped forward) granted
+// the allowance on a picture that old, which misses what the peers passed
+// since; the lanes of a node just woken decide before its tuner runs
+// again, and a bucket filled over the whole gap had them pass its part
+// of the ideal rate over it, which the peers had made up meanwhile.
+//
 // An instant before from counts as from. Lanes decide with the instant
 // their batch was taken, which can precede the tune that granted the
 // allowance: a partition goroutine behind the poll loop (a loaded machine,
@@ -66,6 +74,7 @@ type allowance struct {
 	rate  float64
 	span  int64
 	slow  float64
+	upto  int64
 	used  atomic.Int64
 	// closing: the allowance paces the node by rate (closing.go), and
 	// what it left unused carries over to the next
@@ -77,20 +86,28 @@ type allowance struct {
 // share. Without capped, the limit (what is left of the period tuned
 // for) does not apply: the pass is for a lane already in the next period.
 func (a *allowance) take(t int64, capped bool) bool {
-	dt := max(t-a.from, 0)
-	fill := a.rate * float64(dt)
-	if a.span > 0 && dt > a.span {
-		fill = a.rate*float64(a.span) + a.slow*float64(dt-a.span)
+	room := a.free
+	if a.upto == 0 || t-a.from <= a.upto {
+		room += a.burst + a.fill(t)
 	}
 	for {
 		n := a.used.Load() + 1
-		if (capped && n > a.limit) || float64(n) > a.free+a.burst+fill {
+		if (capped && n > a.limit) || float64(n) > room {
 			return false
 		}
 		if a.used.CompareAndSwap(n-1, n) {
 			return true
 		}
 	}
+}
+
+// fill is what the bucket has filled with by t.
+func (a *allowance) fill(t int64) float64 {
+	dt := max(t-a.from, 0)
+	if a.span > 0 && dt > a.span {
+		return a.rate*float64(a.span) + a.slow*float64(dt-a.span)
+	}
+	return a.rate * float64(dt)
 }
 
 // give returns a pass taken but not made (a level above refused it).
@@ -153,10 +170,6 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 			limit = 1
 		}
 	}
-	if c.closing(t, e) {
-		c.closingAllowance(t, q, limit, prm)
-		return
-	}
 	// A budget its traffic cannot exhaust has no over side to guard: the
 	// node may pass its part of what is left at once, so that a backlog of
 	// a budget far from its target is never refused for its speed. That
@@ -169,8 +182,27 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 	if t > e.start {
 		traffic = max(traffic, e.offered/(float64(t-e.start)/1e9))
 	}
-	if left > 4*traffic*float64(e.end-t)/1e9 {
+	far := func(left float64) bool { return left > 4*traffic*float64(e.end-t)/1e9 }
+	if far(left) {
 		free = limit
+	}
+	if c.resuming(t) {
+		// The picture is older than the gap: only a budget far from its
+		// target passes until a peer is heard from again, far even if
+		// every peer passed every event it was offered since its report.
+		unseen := 0.0
+		for _, p := range c.peerList {
+			unseen += p.offRate * float64(max(t-p.at, 0)) / 1e9
+		}
+		if !far(left - unseen) {
+			free = 0
+		}
+		prm.allow = &allowance{limit: int64(max(limit, 0)), free: free}
+		return
+	}
+	if c.closing(t, e) {
+		c.closingAllowance(t, q, limit, prm)
+		return
 	}
 	if prm.silent {
 		// Silence after traffic: the node may pass its part of the lag
@@ -184,11 +216,36 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		lag := (c.sched.ideal(t+g.lead, e.start, e.end) - g.achieved) / g.conv
 		lag = min(mine*lag, 5*ownIdeal*float64(c.accel(e.start, e.end-c.sched.reserve))/1e9)
 		free = max(free, min(limit, lag))
-		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ownIdeal / 1e9}
+		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ownIdeal / 1e9,
+			upto: int64(c.cfg.staleAfter)}
 		return
 	}
 	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9,
-		span: prm.until - t, slow: min(2*rate, ownIdeal) / 1e9}
+		span: prm.until - t, slow: min(2*rate, ownIdeal) / 1e9, upto: prm.until - t + int64(c.cfg.staleAfter)}
+}
+
+// resuming reports whether the node passes only the budgets far from their
+// targets at t: its tuner resumed after a gap (Tree.resumed: the process
+// was frozen and woken, starved for seconds, or its clock stepped forward)
+// less than a report age ago, it has peers, and none has been heard from
+// since. Its peers' reports are then older than the gap: the passes they
+// made meanwhile (its own sources' too, when the group gave them to
+// another node) are missing from the picture, which takes the silence for
+// an outage of the exchange and extrapolates the peers at their rates of
+// before, and a node that went on from it would make up a lag that is not
+// there. A report made after the gap ends the hold, which lasts a report
+// age at most (past it, the exchange is down indeed).
+func (c *Controller) resuming(t int64) bool {
+	r := c.tree.resumed.Load()
+	if r == 0 || t-r > c.stale() || (c.share >= 1 && len(c.peerList) == 0) {
+		return false
+	}
+	for _, p := range c.peerList {
+		if p.heard && p.at >= r {
+			return false
+		}
+	}
+	return true
 }
 
 // sparse reports whether an unscored budget is too small for every node to

@@ -56,18 +56,66 @@ func (t *Tree) Open(source string, now time.Time, restore func(budget string) (R
 // final reports of those whose budget is still in the tree. The source
 // must not be used after.
 func (t *Tree) Close(s *Source, now time.Time) []Report {
+	return t.close(s, now, nil)
+}
+
+// Lose stops counting a source whose ownership was lost rather than handed
+// over (the node's group session expired, or it was fenced): another node
+// may have owned the source since, and what the lanes counted since the
+// last commit is void. Every lane closes, and each controller takes the
+// exchange's latest report of the source for it (the committed counters,
+// and whatever another owner published since), read at once: the lanes'
+// own counts, which Close leaves in their place, would stand for the
+// source until a report newer than the close came, and after a node that
+// was frozen wakes up they miss everything the next owner passed. A budget
+// the exchange has no report of the source for keeps the lane's, as with
+// Close. The source must not be used after.
+func (t *Tree) Lose(s *Source, now time.Time) {
+	ex := t.exchange()
+	if ex == nil {
+		t.close(s, now, nil)
+		return
+	}
+	latest := make(map[*Lane]Report, len(s.list))
+	one, _ := ex.(ReportLookup)
+	var buf []Report
+	for _, l := range s.list {
+		if one != nil {
+			if r, ok := one.Report(l.c.name, s.name); ok {
+				latest[l] = r
+			}
+			continue
+		}
+		buf = ex.View(l.c.name, buf[:0])
+		for _, r := range buf {
+			if r.Source == s.name {
+				latest[l] = r
+				break
+			}
+		}
+	}
+	t.close(s, now, latest)
+}
+
+// close closes s's lanes; latest holds, by lane, the report that stands
+// for the source after (none: the lane's own).
+func (t *Tree) close(s *Source, now time.Time, latest map[*Lane]Report) []Report {
 	n := now.UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]Report, 0, len(s.list))
 	for _, l := range s.list {
-		r := s.closeLane(l, n)
+		var rep *Report
+		if r, ok := latest[l]; ok {
+			rep = &r
+		}
+		r := s.closeLane(l, n, rep)
 		if l.c.idx >= 0 {
 			out = append(out, r)
 		}
 	}
 	for _, l := range s.stale {
-		s.closeLane(l, n)
+		s.closeLane(l, n, nil)
 	}
 	s.list, s.stale, s.dirty, s.pending = nil, nil, nil, nil
 	clear(s.lanes)
@@ -201,14 +249,14 @@ func (s *Source) drop(l *Lane, n int64) {
 		delete(s.lanes, l.c.name)
 	}
 	s.unlist(l)
-	s.closeLane(l, n)
+	s.closeLane(l, n, nil)
 }
 
 // closeLane closes a lane; a controller left without lanes is dropped
 // DropAfter later. Called under the tree's mutex.
-func (s *Source) closeLane(l *Lane, n int64) Report {
+func (s *Source) closeLane(l *Lane, n int64, latest *Report) Report {
 	l.link(nil)
-	r, empty := l.c.close(l, n)
+	r, empty := l.c.close(l, n, latest)
 	if empty && l.c.idx >= 0 {
 		s.t.schedule(l.c)
 	}
@@ -253,7 +301,7 @@ func (s *Source) Refresh(now time.Time, restore func(budget string) (Report, boo
 		clear(s.scratch)
 	}
 	for _, l := range s.stale {
-		s.closeLane(l, n)
+		s.closeLane(l, n, nil)
 	}
 	clear(s.stale)
 	s.stale = s.stale[:0]

@@ -64,6 +64,8 @@ func (t *Tree) round(n int64, ex Exchange, sync bool) {
 	prev := t.lastRound
 	if t.rounds == 0 {
 		t.began.Store(n)
+	} else if n-prev > int64(t.cfg.staleAfter) {
+		t.resumed.Store(n)
 	}
 	t.lastRound = max(n, prev)
 	t.rounds++
