@@ -265,6 +265,7 @@ func FinishExactlyOnce(t *testing.T, addr, group, input string, target, partitio
 	}
 	if over > 0.005 {
 		t.Errorf("%d passes for a target of %d, overspent by %.3f%% (bound 0.5%%)", tl.Passes, target, 100*over)
+		t.Log(PassTimeline(ctx, t, addr, group+".stats", "campaign"))
 	}
 	if tl.Passes == 0 {
 		t.Errorf("no pass: the run exercised nothing")
