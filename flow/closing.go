@@ -225,7 +225,7 @@ func (c *Controller) closingAllowance(t int64, q, limit float64, prm *params) {
 	if q > 0 && !prm.exhausted {
 		prm.p = 1
 	}
-	prm.allow = &allowance{limit: int64(max(limit, 0)), from: t, burst: carry, rate: rate / 1e9, upto: int64(c.cfg.staleAfter), closing: true}
+	prm.allow = &allowance{limit: int64(max(limit, 0)), from: t, burst: carry, rate: rate / 1e9, upto: c.cfg.frozen(), closing: true}
 }
 
 // closingPasses estimates what peer source p passed over [from, t] of the

@@ -386,9 +386,9 @@ func TestColdStart(t *testing.T) {
 }
 
 // A tune that comes late must not let a catch-up rate run on: past two
-// tune intervals, lanes pace at the ideal fraction; past StaleAfter more
-// (a tuner frozen with its process), a budget near enough to its target
-// to be paced passes nothing until the tuner runs again.
+// tune intervals, lanes pace at the ideal fraction; past twice StaleAfter
+// more (a tuner frozen with its process), a budget near enough to its
+// target to be paced passes nothing until the tuner runs again.
 func TestLateTune(t *testing.T) {
 	tree := mustTree(t, []Budget{{Name: "c", Target: 1000, Begin: t0, End: at(100 * time.Second)}}) // 10/s
 	l := mustOpen(t, tree, "p0", t0).Lane("c")
@@ -404,17 +404,17 @@ func TestLateTune(t *testing.T) {
 	if s.WorkingPassRate < 0.2 {
 		t.Fatalf("working pass rate %.3f: the controller is not catching up", s.WorkingPassRate)
 	}
-	// no tune for the next 2.5 s: 250 events pass at the ideal 10% only
-	got := offer(l, last.Add(300*time.Millisecond), 2500*time.Millisecond, 250, 0)
-	if got < 20 || got > 30 {
-		t.Fatalf("%d of 250 passed while the controller was late, want ≈25 (the ideal 10%%)", got)
+	// no tune for the next 5 s: 500 events pass at the ideal 10% only
+	got := offer(l, last.Add(time.Second), 5*time.Second, 500, 0)
+	if got < 45 || got > 55 {
+		t.Fatalf("%d of 500 passed while the controller was late, want ≈50 (the ideal 10%%)", got)
 	}
-	// still none 5 s on: the allowance is that old
-	if got := offer(l, last.Add(5*time.Second), time.Second, 100, 0); got != 0 {
-		t.Fatalf("%d of 100 passed 5 s after the last tune, want none", got)
+	// none 7 s on: the allowance is that old
+	if got := offer(l, last.Add(7*time.Second), time.Second, 100, 0); got != 0 {
+		t.Fatalf("%d of 100 passed 7 s after the last tune, want none", got)
 	}
-	tree.Tune(last.Add(6 * time.Second))
-	if got := offer(l, last.Add(6*time.Second), time.Second, 100, 0); got == 0 {
+	tree.Tune(last.Add(8 * time.Second))
+	if got := offer(l, last.Add(8*time.Second), time.Second, 100, 0); got == 0 {
 		t.Fatalf("none of 100 passed after the tuner ran again")
 	}
 }

@@ -108,11 +108,11 @@
 // one owning the first source by name.
 //
 // A node that was frozen (a process stopped and woken, a VM paused, a
-// clock stepped forward: a gap of more than StaleAfter between two visit
-// rounds) knows its picture is older than the gap: what its peers passed
-// meanwhile is missing, and the silence looks like an outage of the
-// exchange. Its lanes that decide before its tuner runs again find an
-// allowance granted more than StaleAfter past its tune, which leaves them
+// clock stepped forward: a gap of more than twice StaleAfter between two
+// visit rounds) knows its picture is older than the gap: what its peers
+// passed meanwhile is missing, and the silence looks like an outage of
+// the exchange. Its lanes that decide before its tuner runs again find an
+// allowance granted that long past its tune, which leaves them
 // only its free passes; and after the tuner's first round it passes only
 // the budgets far from their targets (even if every peer passed every
 // event it was offered since its report) until it hears from a peer a

@@ -53,9 +53,10 @@ import (
 // before it arrived, had every node pass a thousand passes or so at a
 // fraction of 1 in one gap.
 //
-// Past upto nanoseconds after from (when upto is set: the span and
-// StaleAfter past it) only the free passes are left. A tuner silent for
-// that long (a process frozen and woken, a clock stepped forward) granted
+// Past upto nanoseconds after from (when upto is set: the span, and twice
+// StaleAfter past it: config.frozen) only the free passes are left. A
+// tuner silent for that long (a process frozen and woken, a clock stepped
+// forward) granted
 // the allowance on a picture that old, which misses what the peers passed
 // since; the lanes of a node just woken decide before its tuner runs
 // again, and a bucket filled over the whole gap had them pass its part
@@ -217,16 +218,16 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 		lag = min(mine*lag, 5*ownIdeal*float64(c.accel(e.start, e.end-c.sched.reserve))/1e9)
 		free = max(free, min(limit, lag))
 		prm.allow = &allowance{limit: int64(max(limit, 0)), free: max(free, 0), from: t, burst: 1, rate: ownIdeal / 1e9,
-			upto: int64(c.cfg.staleAfter)}
+			upto: c.cfg.frozen()}
 		return
 	}
 	prm.allow = &allowance{limit: int64(max(limit, 0)), free: free, from: t, burst: max(2, rate*c.cfg.sync.Seconds()), rate: 2 * rate / 1e9,
-		span: prm.until - t, slow: min(2*rate, ownIdeal) / 1e9, upto: prm.until - t + int64(c.cfg.staleAfter)}
+		span: prm.until - t, slow: min(2*rate, ownIdeal) / 1e9, upto: prm.until - t + c.cfg.frozen()}
 }
 
 // resuming reports whether the node passes only the budgets far from their
 // targets at t: its tuner resumed after a gap (Tree.resumed: the process
-// was frozen and woken, starved for seconds, or its clock stepped forward)
+// was frozen and woken, or its clock stepped forward)
 // less than a report age ago, it has peers, and none has been heard from
 // since. Its peers' reports are then older than the gap: the passes they
 // made meanwhile (its own sources' too, when the group gave them to

@@ -26,6 +26,14 @@ type config struct {
 	idleRetune  time.Duration
 }
 
+// frozen is the gap between two visit rounds past which the node's picture
+// is taken for stale (see Controller.resuming): twice StaleAfter, long
+// enough for its peers to have taken it for gone (StaleAfter) and made up
+// its share for as long again. A stall of the whole machine is shorter:
+// up to 4 s was seen on a loaded 2-core machine, its peers stalled too,
+// and a picture that old is still right.
+func (c config) frozen() int64 { return 2 * int64(c.staleAfter) }
+
 func defaultCfg() config {
 	return config{
 		tune:        100 * time.Millisecond,

@@ -43,8 +43,8 @@ type Tree struct {
 	alive atomic.Int64 // the tuner ran recently enough for parameters until then
 	began atomic.Int64 // the instant of the first visit round (0: none yet)
 	// resumed is the instant of the first visit round after a gap of more
-	// than StaleAfter since the one before (0: none): the node was frozen,
-	// starved, or its clock stepped forward (see Controller.resuming)
+	// than config.frozen since the one before (0: none): the node was
+	// frozen, or its clock stepped forward (see Controller.resuming)
 	resumed atomic.Int64
 	// lateness is the exchange's lateness as the node's controllers last
 	// learnt it (see Controller.lateness): a property of the exchange, not

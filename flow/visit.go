@@ -64,7 +64,7 @@ func (t *Tree) round(n int64, ex Exchange, sync bool) {
 	prev := t.lastRound
 	if t.rounds == 0 {
 		t.began.Store(n)
-	} else if n-prev > int64(t.cfg.staleAfter) {
+	} else if n-prev > t.cfg.frozen() {
 		t.resumed.Store(n)
 	}
 	t.lastRound = max(n, prev)
