@@ -35,28 +35,31 @@ func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	out := map[string][]*kgo.Record{}
+	if topics = existing(ctx, t, kadm.NewClient(cl), topics); len(topics) == 0 {
+		return out
+	}
 	ends := listEnds(ctx, t, kadm.NewClient(cl), topics)
 	lsos, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		t.Fatalf("list last stable offsets of %v: %v", topics, err)
 	}
 	pending := map[string]map[int32]int64{}
-	var existing []string
+	var nonEmpty []string
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil || o.Offset == 0 {
 			return
 		}
 		if pending[o.Topic] == nil {
 			pending[o.Topic] = map[int32]int64{}
-			existing = append(existing, o.Topic)
+			nonEmpty = append(nonEmpty, o.Topic)
 		}
 		pending[o.Topic][o.Partition] = o.Offset
 	})
-	out := map[string][]*kgo.Record{}
-	if len(existing) == 0 {
+	if len(nonEmpty) == 0 {
 		return out
 	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...), kgo.ConsumeTopics(existing...),
+	rd, err := kgo.NewClient(kgo.SeedBrokers(kafkabroker.Seeds(brokers)...), kgo.ConsumeTopics(nonEmpty...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords())
 	if err != nil {
@@ -100,9 +103,48 @@ func ReadTopics(ctx context.Context, t *testing.T, brokers string, topics ...str
 	return out
 }
 
-// listEnds lists the end offsets of topics, asking again while a partition
-// answers with an error (a broker under load, a leader moving) until ctx
-// ends; a topic that does not exist has no partitions in the answer. A
+// existing returns the topics of topics that exist. A topic is taken for
+// absent only when three listings, half a second apart, all say so: a
+// broker under load once answered a listing of the end offsets of an
+// input topic of 74,000 records without it, and the run read as having no
+// input.
+func existing(ctx context.Context, t *testing.T, adm *kadm.Client, topics []string) []string {
+	t.Helper()
+	found := map[string]bool{}
+	for attempt := 0; attempt < 3 && len(found) < len(topics); attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("list topics %v: %v", topics, ctx.Err())
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		td, err := adm.ListTopics(ctx, topics...)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("list topics %v: %v", topics, err)
+			}
+			attempt-- // no answer: ask again, until ctx ends
+			continue
+		}
+		for _, d := range td {
+			if !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+				found[d.Topic] = true
+			}
+		}
+	}
+	var out []string
+	for _, tp := range topics {
+		if found[tp] {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
+// listEnds lists the end offsets of topics, which exist, asking again
+// while a partition answers with an error or a topic is missing from the
+// answer (a broker under load, a leader moving) until ctx ends. A
 // partition's error taken for an empty partition read a whole output
 // topic as empty.
 func listEnds(ctx context.Context, t *testing.T, adm *kadm.Client, topics []string) kadm.ListedOffsets {
@@ -112,10 +154,15 @@ func listEnds(ctx context.Context, t *testing.T, adm *kadm.Client, topics []stri
 		var failed error
 		if err == nil {
 			ends.Each(func(o kadm.ListedOffset) {
-				if o.Err != nil && !errors.Is(o.Err, kerr.UnknownTopicOrPartition) && failed == nil {
+				if o.Err != nil && failed == nil {
 					failed = fmt.Errorf("%s/%d: %w", o.Topic, o.Partition, o.Err)
 				}
 			})
+			for _, tp := range topics {
+				if _, ok := ends[tp]; !ok && failed == nil {
+					failed = fmt.Errorf("%s: not in the answer", tp)
+				}
+			}
 			if failed == nil {
 				return ends
 			}
