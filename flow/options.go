@@ -32,7 +32,7 @@ type config struct {
 // its share for as long again. A stall of the whole machine is shorter:
 // up to 4 s was seen on a loaded 2-core machine, its peers stalled too,
 // and a picture that old is still right.
-func (c config) frozen() int64 { return 2 * int64(c.staleAfter) }
+func (c *config) frozen() int64 { return 2 * int64(c.staleAfter) }
 
 func defaultCfg() config {
 	return config{
