@@ -56,11 +56,11 @@ import (
 // Past upto nanoseconds after from (when upto is set: the span, and twice
 // StaleAfter past it: config.frozen) only the free passes are left. A
 // tuner silent for that long (a process frozen and woken, a clock stepped
-// forward) granted
-// the allowance on a picture that old, which misses what the peers passed
-// since; the lanes of a node just woken decide before its tuner runs
-// again, and a bucket filled over the whole gap had them pass its part
-// of the ideal rate over it, which the peers had made up meanwhile.
+// forward) granted the allowance on a picture that old, which misses what
+// the peers passed since; the lanes of a node just woken decide before
+// its tuner runs again, and a bucket filled over the whole gap had them
+// pass its part of the ideal rate over it, which the peers had made up
+// meanwhile.
 //
 // An instant before from counts as from. Lanes decide with the instant
 // their batch was taken, which can precede the tune that granted the
@@ -227,9 +227,8 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 
 // resuming reports whether the node passes only the budgets far from their
 // targets at t: its tuner resumed after a gap (Tree.resumed: the process
-// was frozen and woken, or its clock stepped forward)
-// less than a report age ago, it has peers, and none has been heard from
-// since. Its peers' reports are then older than the gap: the passes they
+// was frozen and woken, or its clock stepped forward) less than a report
+// age ago, it has peers, and none has been heard from since. Its peers' reports are then older than the gap: the passes they
 // made meanwhile (its own sources' too, when the group gave them to
 // another node) are missing from the picture, which takes the silence for
 // an outage of the exchange and extrapolates the peers at their rates of
