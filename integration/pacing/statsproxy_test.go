@@ -15,7 +15,8 @@ import (
 // 1.1× of the ideal passes of that time, and the budget ends within 1.1× of
 // its target. After each restore every worker's estimate of the cluster's
 // passes comes back, in at most 3 sync intervals, within 1% of the target
-// (or 1.5× the error it had before the trouble, if larger) of the truth.
+// (or 1.5× the error it had before the trouble, if larger) of the truth at
+// the estimate's instant (its snapshot's, the tuner's last visit).
 // It runs on kfake and on Apache Kafka.
 func TestStatsExchangeTrouble(t *testing.T) {
 	if testing.Short() {
