@@ -228,10 +228,11 @@ func (c *Controller) guard(t int64, e *estimate, g progress, q float64, prm *par
 // resuming reports whether the node passes only the budgets far from their
 // targets at t: its tuner resumed after a gap (Tree.resumed: the process
 // was frozen and woken, or its clock stepped forward) less than a report
-// age ago, it has peers, and none has been heard from since. Its peers' reports are then older than the gap: the passes they
-// made meanwhile (its own sources' too, when the group gave them to
-// another node) are missing from the picture, which takes the silence for
-// an outage of the exchange and extrapolates the peers at their rates of
+// age ago, it has peers, and none has been heard from since. Its peers'
+// reports are then older than the gap: the passes they made meanwhile
+// (its own sources' too, when the group gave them to another node) are
+// missing from the picture, which takes the silence for an outage of the
+// exchange and extrapolates the peers at their rates of
 // before, and a node that went on from it would make up a lag that is not
 // there. A report made after the gap ends the hold, which lasts a report
 // age at most (past it, the exchange is down indeed).

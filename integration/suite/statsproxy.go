@@ -194,20 +194,18 @@ http: {listen: "127.0.0.1:0"}
 		return a.Truth + f*(b.Truth-a.Truth), true
 	}
 	ideal := func(d time.Duration) float64 { return target * d.Seconds() / window.Seconds() }
-	// workerErrors is, by worker, the largest |estimate - truth| over the samples
-	// in [from, to), each estimate against the truth at its own instant:
-	// a snapshot is the tuner's latest, and under load the tuner's visits
-	// come late, which is no error of the estimate. ages is, by worker,
-	// the oldest of those snapshots at its sample's instant.
+	// workerErrors is, by worker, the largest |estimate - truth| over the
+	// samples in [from, to), each estimate against the truth at its own
+	// instant: a snapshot is the tuner's latest, and under load the
+	// tuner's visits come late, which is no error of the estimate. ages
+	// is, by worker, the oldest of those snapshots at its sample's instant.
 	workerErrors := func(from, to time.Time) (errs []float64, ages []time.Duration) {
+		errs, ages = make([]float64, len(trees)), make([]time.Duration, len(trees))
 		for _, s := range samples {
 			if s.At.Before(from) || !s.At.Before(to) {
 				continue
 			}
 			for i, e := range s.Estimates {
-				for len(errs) <= i {
-					errs, ages = append(errs, 0), append(ages, 0)
-				}
 				if math.IsNaN(e) {
 					continue // no lane opened yet
 				}
@@ -221,7 +219,7 @@ http: {listen: "127.0.0.1:0"}
 	}
 	worstError := func(from, to time.Time) float64 {
 		e, _ := workerErrors(from, to)
-		return slices.Max(append(e, 0))
+		return slices.Max(e)
 	}
 	// The error band of healthy operation: the 5 s before the first
 	// trouble, once the window has run 2 s.
@@ -250,8 +248,7 @@ http: {listen: "127.0.0.1:0"}
 			tr.name, tr.to-tr.from, passed, s1.At.Sub(s0.At).Round(time.Millisecond), want, passed/want, during, tol, back.Round(10*time.Millisecond))
 		var trail []string
 		for d := time.Duration(0); d < 4*time.Second; d += 500 * time.Millisecond {
-			from, to := to.Add(d), to.Add(d+500*time.Millisecond)
-			e, ages := workerErrors(from, to)
+			e, ages := workerErrors(to.Add(d), to.Add(d+500*time.Millisecond))
 			var each []string
 			for i := range e {
 				each = append(each, fmt.Sprintf("%.0f/%v", e[i], ages[i].Round(10*time.Millisecond)))
