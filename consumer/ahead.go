@@ -26,7 +26,7 @@ import (
 // offsets after the last polled record: every unit of work names, for each
 // partition dispatched since the last commit or still queued, the offset
 // after its last dispatched record, that is its first queued one (as the
-// offsets of delay budgets are named: overrideTxnOffsets, commitHeld).
+// offsets of delay budgets are named: overrideTxnOffsets, plainSession.end).
 // A transaction that commits leaves kgo believing it committed up to what
 // it polled, and one that aborts rewinds the client to that belief; after
 // an abort the partitions that were queued at the last commit are rewound

@@ -121,6 +121,7 @@ func (w *Worker) revoke(ctx context.Context, cl *kgo.Client, revoked map[string]
 	gone, n := w.release(revoked)
 	w.stopPartitions(gone, lost)
 	if commit {
+		w.awaitCommitter() // the ledgers of the last unit before its offsets
 		w.commitRevoked(ctx, cl, gone)
 	}
 	w.resumeRevoked(cl, revoked)

@@ -38,8 +38,14 @@ func (w *Worker) commit() error {
 	defer cancel()
 	t0 := w.cfg.now()
 	w.inflight.Wait()
+	// The last unit's ledgers and offsets first: ledgers are written in
+	// the order of their units.
+	err := w.drainCommitter()
 	w.m.commitSeconds.WithLabelValues("wait").Observe(w.cfg.now().Sub(t0).Seconds())
 	defer w.sess.allowRebalance()
+	if err != nil {
+		return err
+	}
 	w.retryParked(w.cfg.now())
 
 	parts := w.partitions()
@@ -55,12 +61,19 @@ func (w *Worker) commit() error {
 	if len(u.touched) == 0 && !u.syncDue && !w.defs.due() {
 		return nil
 	}
-	if err := w.write(ctx, u, parts); err != nil {
-		return err
-	}
-	committed, err := w.end(ctx, u)
-	if err != nil {
-		return err
+	u.held = heldOffsets(u.touched)
+	committed := true
+	if w.cfg.delivery == AtLeastOnce && u.held == nil && !w.defs.due() {
+		if err := w.writeAhead(u, parts); err != nil {
+			return err
+		}
+	} else {
+		if err := w.write(ctx, u, parts); err != nil {
+			return err
+		}
+		if committed, err = w.end(ctx, u); err != nil {
+			return err
+		}
 	}
 	w.settle(u, committed)
 	if rewind := w.ahead.ended(committed, u.held); rewind != nil {
@@ -141,8 +154,9 @@ func (w *Worker) partitions() []*partition {
 // At least once, nothing is taken back: the outputs and the stages'
 // records are flushed first and the ledgers written after, so that a ledger
 // (and the offset it carries) never counts an output that was not
-// written. A partition whose ledger is ahead of the group's offset after
-// a crash then skips the records in between (partition.start).
+// written. A partition whose ledger is ahead of the group's offset (a
+// crash, or an offset commit still in flight: plainSession) then skips
+// the records in between (partition.start).
 func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 	w.eachOwned(u.touched, func(p *partition) {
 		for _, s := range p.kept() {
@@ -178,8 +192,160 @@ func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 			w.produce(r)
 		}
 	}
-	u.held = heldOffsets(u.touched)
 	return nil
+}
+
+// committer writes an at-least-once unit of work's ledgers once the
+// unit's outputs are acknowledged, then commits its offsets, while the
+// poll loop goes on with the next unit (writeAhead).
+type committer struct {
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// writeAhead is write and end at least once, for a unit without delay
+// holds or definitions: the flush of the outputs, the ledgers and the
+// offsets overlap the next unit's processing instead of holding the
+// partitions idle. It produces what the unit's stages keep and, at a
+// sync, the worker's status, closes the unit's acks (the next unit's
+// records are counted apart) and has the client send the unit's records
+// without lingering, computes the ledger records and the offsets now, while the partitions are idle, and leaves the rest to a
+// committer goroutine: once every record of the unit is acknowledged and
+// none failed, it produces the ledgers, waits for them, and commits the
+// offsets (asynchronously: plainSession). A ledger thus never counts an
+// output not written, as in write.
+//
+// The unit is settled as committed at once. A committer that fails
+// (a produce refused, the brokers unreachable for shutdownTimeout) fails
+// the session at the next commit (drainCommitter): the session starts
+// again from the ledgers written, and the records after them are read
+// again, as at least once allows.
+func (w *Worker) writeAhead(u *unit, parts []*partition) error {
+	w.eachOwned(u.touched, func(p *partition) {
+		for _, s := range p.kept() {
+			for _, r := range s.Flush(u.now) {
+				w.produce(r)
+			}
+		}
+	})
+	if u.syncDue {
+		if r, err := w.statusRecord(u.now, parts); err != nil {
+			w.log.Error().Err(err).Msg("encode worker status")
+		} else {
+			w.produce(r)
+		}
+	}
+	unitAcks := w.acks.Swap(w.newUnitAcks())
+	var recs []*kgo.Record
+	for _, l := range w.ledgers(parts, u) {
+		if l.err != nil {
+			return fmt.Errorf("ledger of %s: %w", l.p.source, l.err)
+		}
+		if len(l.recs) > 0 {
+			u.written = append(u.written, l.p)
+			recs = append(recs, l.recs...)
+		}
+	}
+	sess := w.sess.(plainSession)
+	sendNow(sess.cl)
+	offsets := mergeOffsets(sess.cl.UncommittedOffsets(), w.ahead.commitOffsets(nil))
+	c := &committer{done: make(chan struct{})}
+	w.committing.Store(c)
+	go func() {
+		defer close(c.done)
+		c.err = w.commitAhead(sess, unitAcks, recs, offsets)
+		if c.err != nil {
+			w.commitFailed.Store(true)
+		}
+	}()
+	return nil
+}
+
+// commitAhead is the committer's work (writeAhead).
+func (w *Worker) commitAhead(sess plainSession, unit *unitAcks, ledgers []*kgo.Record, offsets map[string]map[int32]kgo.EpochOffset) error {
+	if err := sess.commits.failed(); err != nil {
+		return &sessionError{fmt.Errorf("commit offsets: %w", err)}
+	}
+	failed := func() error {
+		if w.produceErrs.Load() == 0 {
+			return nil
+		}
+		if perr := w.produceErr.Load(); perr != nil {
+			return &sessionError{fmt.Errorf("%w: %w", errCannotAbort, *perr)}
+		}
+		return &sessionError{errCannotAbort}
+	}
+	if !waitAcks(&unit.wg, shutdownTimeout) {
+		return &sessionError{fmt.Errorf("flush: outputs not acknowledged within %v", shutdownTimeout)}
+	}
+	if err := failed(); err != nil {
+		return err
+	}
+	var acks sync.WaitGroup
+	acks.Add(len(ledgers))
+	done := func(r *kgo.Record, err error) {
+		w.produced(r, err)
+		acks.Done()
+	}
+	for _, r := range ledgers {
+		sess.cl.Produce(w.prodCtx, r, done)
+	}
+	if !waitAcks(&acks, shutdownTimeout) {
+		return &sessionError{fmt.Errorf("flush: ledgers not acknowledged within %v", shutdownTimeout)}
+	}
+	if err := failed(); err != nil {
+		return err
+	}
+	sess.commitAsync(offsets)
+	return nil
+}
+
+// sendNow has cl send the batches that linger (kgo.ProducerLinger), not
+// waiting for them: Flush stops every partition's linger before it waits,
+// and returns at once for a context that is done. The next records
+// linger again.
+func sendNow(cl *kgo.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = cl.Flush(ctx)
+}
+
+// waitAcks waits for wg, at most timeout, and reports whether it ended.
+// A wait that times out leaves a goroutine waiting: it ends when the
+// session's client closes, which fails what it still buffers.
+func waitAcks(wg *sync.WaitGroup, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// drainCommitter waits for the committer of the last unit of work, if
+// any, and returns its error.
+func (w *Worker) drainCommitter() error {
+	if c := w.committing.Swap(nil); c != nil {
+		<-c.done
+		return c.err
+	}
+	return nil
+}
+
+// awaitCommitter waits for the committer of the last unit of work, if
+// any, leaving its error to the poll loop (a revoke: the offsets it
+// commits must not be ahead of the ledgers).
+func (w *Worker) awaitCommitter() {
+	if c := w.committing.Load(); c != nil {
+		<-c.done
+	}
 }
 
 // ledgerOut is one partition's ledger records for a unit of work.

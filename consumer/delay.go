@@ -263,31 +263,30 @@ func overrideTxnOffsets(req *kmsg.TxnOffsetCommitRequest, held map[string]map[in
 	}
 }
 
-// commitHeld commits the polled offsets, the held partitions' replaced
-// (or added), like Client.CommitUncommittedOffsets.
-func commitHeld(ctx context.Context, cl *kgo.Client, held map[string]map[int32]kgo.EpochOffset) error {
-	return commitOffsetsSync(ctx, cl, mergeOffsets(cl.UncommittedOffsets(), held))
-}
-
 // commitOffsetsSync commits offsets and returns the first error, of the
 // request or of a partition.
 func commitOffsetsSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
 	var rerr error
 	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			rerr = err
-			return
+		if err == nil {
+			err = commitResponseErr(resp)
 		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					rerr = fmt.Errorf("topic %s partition %d: %w", t.Topic, p.Partition, err)
-					return
-				}
-			}
-		}
+		rerr = err
 	})
 	return rerr
+}
+
+// commitResponseErr returns the first partition's error of an offset
+// commit's response.
+func commitResponseErr(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("topic %s partition %d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
 }
 
 func mark(m map[string]map[int32]bool, topic string, id int32) {

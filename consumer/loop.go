@@ -34,6 +34,9 @@ func (w *Worker) loop(ctx context.Context) error {
 			nextCommit = w.cfg.now().Add(w.cfg.commitInterval)
 		}
 	}
-	// Shutdown: commit what was processed.
-	return w.commit()
+	// Shutdown: commit what was processed, and wait for its ledgers.
+	if err := w.commit(); err != nil {
+		return err
+	}
+	return w.drainCommitter()
 }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -28,8 +29,14 @@ func (w *Worker) commitRevoked(ctx context.Context, cl *kgo.Client, ps []*partit
 		return
 	}
 	// The outputs first: the unit of work flushed them, unless it ended
-	// early with nothing processed.
+	// early with nothing processed. A produce that failed since the
+	// session's last unit of work (whose failure closes the session, and
+	// so revokes every partition) leaves the offsets where they are: the
+	// records whose outputs were refused are read again.
 	err := cl.Flush(ctx)
+	if err == nil && (w.produceErrs.Load() > 0 || w.commitFailed.Load()) {
+		err = errors.New("an output or a ledger of this session was not written")
+	}
 	if err == nil {
 		err = commitOffsetsSync(ctx, cl, offsets)
 	}

@@ -92,6 +92,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	}
 
 	// Leave the group: the revoke callback stops every partition.
+	if cerr := w.drainCommitter(); cerr != nil && err == nil {
+		err = cerr
+	}
 	w.sess.close()
 	w.closeAll()
 	w.log.Info().Err(err).Msg("worker stopped")
@@ -269,7 +272,7 @@ func (w *Worker) newSession() (session, error) {
 		if err != nil {
 			return nil, &ConfigError{Option: "ClientOpts", Reason: err.Error()}
 		}
-		return plainSession{cl: cl, log: w.log}, nil
+		return newPlainSession(cl, w.log), nil
 	}
 	s, err := kgo.NewGroupTransactSession(append(opts, kgo.TransactionalID(w.cfg.txnID))...)
 	if err != nil {

@@ -67,12 +67,14 @@ func (f *failures) add(now time.Time, span time.Duration) int {
 
 // restartSession replaces the session with a new one.
 func (w *Worker) restartSession(ctx context.Context) error {
+	_ = w.drainCommitter() // the session failed already: its error is moot
 	w.sess.close()
 	w.closeAll()
 	// The old client's buffered records failed on close: not this
 	// session's concern.
 	w.produceErrs.Store(0)
 	w.produceErr.Store(nil)
+	w.commitFailed.Store(false)
 	select { // a new session either way: Run closes it
 	case <-ctx.Done():
 	case <-time.After(w.cfg.restartPause):

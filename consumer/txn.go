@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,7 +22,8 @@ type session interface {
 	// begin starts a unit of work (a transaction).
 	begin() error
 	// end flushes what was produced since begin and commits it together
-	// with the polled offsets. committed is false when the unit was
+	// with the polled offsets (at least once, the offset commit is
+	// issued and completes later: see plainSession). committed is false when the unit was
 	// aborted instead: the client then rewinds every partition to its
 	// committed offset and the caller must roll its state back. err is
 	// fatal. held, if not nil, replaces the offsets committed for those
@@ -90,9 +92,49 @@ func (t txnSession) allowRebalance() { t.s.AllowRebalance() }
 func (t txnSession) close()          { t.s.Close() }
 
 // plainSession is at-least-once: produce, flush, commit offsets.
+//
+// The offset commit is asynchronous: end issues it and returns, and the
+// next unit of work runs while the group coordinator writes it. The
+// partitions' ledgers, flushed before it, carry the same offsets and are
+// what a partition starts from (partition.start skips the records its
+// ledger already counts), so a group offset that lags by a commit costs
+// nothing but records read again and skipped. kgo orders commits: each
+// waits for the one before it, and a revoke's synchronous commit
+// (commitRevoked) comes after them. A commit that fails fails the session
+// at the next end; close waits for the one in flight.
 type plainSession struct {
-	cl  *kgo.Client
-	log zerolog.Logger
+	cl      *kgo.Client
+	log     zerolog.Logger
+	commits *asyncCommits
+}
+
+func newPlainSession(cl *kgo.Client, log zerolog.Logger) plainSession {
+	return plainSession{cl: cl, log: log, commits: &asyncCommits{}}
+}
+
+// asyncCommits tracks a plainSession's offset commits in flight and the
+// first that failed.
+type asyncCommits struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+// failed returns the first commit's failure, if any, and forgets it.
+func (c *asyncCommits) failed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.err
+	c.err = nil
+	return err
+}
+
+func (c *asyncCommits) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 // errCannotAbort is returned when an at-least-once worker would have to
@@ -105,29 +147,53 @@ func (p plainSession) poll(ctx context.Context, max int) kgo.Fetches {
 }
 func (p plainSession) begin() error { return nil }
 func (p plainSession) end(ctx context.Context, commit bool, held map[string]map[int32]kgo.EpochOffset) (bool, error) {
+	if err := p.commits.failed(); err != nil {
+		return false, &sessionError{fmt.Errorf("commit offsets: %w", err)}
+	}
 	if err := p.cl.Flush(ctx); err != nil {
 		return false, &sessionError{fmt.Errorf("flush: %w", err)}
 	}
 	if !commit {
 		return false, &sessionError{errCannotAbort}
 	}
-	doCommit := p.cl.CommitUncommittedOffsets
+	offsets := p.cl.UncommittedOffsets()
 	if held != nil {
-		doCommit = func(ctx context.Context) error { return commitHeld(ctx, p.cl, held) }
+		offsets = mergeOffsets(offsets, held)
 	}
-	if err := doCommit(ctx); err != nil {
-		if groupMovedOn(err) {
-			// The outputs are written. Partitions still ours keep
-			// their offsets uncommitted for the next commit; lost
-			// ones are read again by their new owner, duplicates
-			// that at-least-once allows. Neither is fatal, and the
-			// partitions' state must not be rolled back.
-			p.log.Warn().Err(err).Msg("offset commit refused by the group (rebalance or expired session); outputs kept, offsets committed later or by the next owner")
-			return true, nil
-		}
-		return false, &sessionError{fmt.Errorf("commit offsets: %w", err)}
-	}
+	p.commitAsync(offsets)
 	return true, nil
+}
+
+// commitAsync issues the commit of offsets (see plainSession).
+func (p plainSession) commitAsync(offsets map[string]map[int32]kgo.EpochOffset) {
+	if len(offsets) == 0 {
+		return
+	}
+	// The commit outlives ctx (the unit of work's): a canceled request
+	// would close the connection it waits on, and kgo orders commits by
+	// that connection.
+	cctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	p.commits.wg.Add(1)
+	p.cl.CommitOffsets(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		defer p.commits.wg.Done()
+		defer cancel()
+		if err == nil {
+			err = commitResponseErr(resp)
+		}
+		switch {
+		case err == nil:
+		case groupMovedOn(err):
+			// The outputs and the ledgers are written. Partitions
+			// still ours keep their offsets uncommitted for the
+			// next commit; lost ones are read again by their new
+			// owner, which skips what their ledgers count.
+			// Neither is fatal, and the partitions' state must not
+			// be rolled back.
+			p.log.Warn().Err(err).Msg("offset commit refused by the group (rebalance or expired session); outputs kept, offsets committed later or by the next owner")
+		default:
+			p.commits.fail(err)
+		}
+	})
 }
 
 // groupMovedOn reports whether an offset commit failed because this member
@@ -138,7 +204,13 @@ func groupMovedOn(err error) bool {
 		errors.Is(err, kerr.StaleMemberEpoch)
 }
 func (p plainSession) allowRebalance() { p.cl.AllowRebalance() }
-func (p plainSession) close()          { p.cl.Close() }
+
+// close waits for the offset commits in flight (each ends within
+// shutdownTimeout), then closes the client, leaving the group.
+func (p plainSession) close() {
+	p.commits.wg.Wait()
+	p.cl.Close()
+}
 
 // sessionError is a failure of the session itself, its client or its
 // transaction (the brokers unreachable when it ended, a fenced producer, a

@@ -35,7 +35,7 @@ func TestPlainSessionOutlivesGroupEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := plainSession{cl: cl, log: zerolog.Nop()}
+	s := newPlainSession(cl, zerolog.Nop())
 	defer s.close()
 	defer s.allowRebalance() // else a failing test hangs in close
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)

@@ -91,13 +91,18 @@ type Worker struct {
 	inputPartitions int
 	setShare        func(float64) // the tree's SetShare; a test hook
 
-	inflight    sync.WaitGroup     // batches handed to partitions, and chunks of outputs to the producer, not yet done
-	outQ        chan []*kgo.Record // the partitions' outputs, to the producer goroutine
-	prodCtx     context.Context
-	prodCancel  context.CancelFunc
-	onProduced  func(*kgo.Record, error)
-	produceErrs atomic.Int64
-	produceErr  atomic.Pointer[error]
+	inflight   sync.WaitGroup     // batches handed to partitions, and chunks of outputs to the producer, not yet done
+	outQ       chan []*kgo.Record // the partitions' outputs, to the producer goroutine
+	prodCtx    context.Context
+	prodCancel context.CancelFunc
+	acks       atomic.Pointer[unitAcks]  // the current unit's records not acknowledged yet
+	committing atomic.Pointer[committer] // at least once: the last unit's ledgers and offsets, being written
+	// commitFailed is set when a committer fails, until the session
+	// starts again: the revoke of a closing session then commits no
+	// offset (commitRevoked).
+	commitFailed atomic.Bool
+	produceErrs  atomic.Int64
+	produceErr   atomic.Pointer[error]
 	// aborts counts the transactions aborted for failed produces since
 	// abortsSince, the last at lastAbort (poll loop only; see giveUp).
 	aborts                 int
@@ -179,7 +184,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)
 	w.parks.init(w.reg)
-	w.onProduced = w.produced
+	w.acks.Store(w.newUnitAcks())
 	if c.listen != "" {
 		if w.http, err = NewHTTPServer(c.listen, w.reg, w, c.httpSec); err != nil {
 			return nil, err
@@ -295,7 +300,33 @@ func (w *Worker) Resume(topic string, partitions ...int32) {
 
 // produce writes r in the current unit of work.
 func (w *Worker) produce(r *kgo.Record) {
-	w.sess.client().Produce(w.prodCtx, r, w.onProduced)
+	w.produceOn(w.sess.client(), r)
+}
+
+// produceOn produces r on cl, counted in the current unit's acks. Only
+// the poll loop's goroutine and the producer goroutine call it, the
+// latter for the chunks the loop waits for (inflight) before it starts
+// the next unit's acks.
+func (w *Worker) produceOn(cl *kgo.Client, r *kgo.Record) {
+	a := w.acks.Load()
+	a.wg.Add(1)
+	cl.Produce(w.prodCtx, r, a.promise)
+}
+
+// unitAcks counts one unit of work's records until kgo acknowledges
+// them (or fails them).
+type unitAcks struct {
+	wg      sync.WaitGroup
+	promise func(*kgo.Record, error)
+}
+
+func (w *Worker) newUnitAcks() *unitAcks {
+	a := &unitAcks{}
+	a.promise = func(r *kgo.Record, err error) {
+		w.produced(r, err)
+		a.wg.Done()
+	}
+	return a
 }
 
 // producer is the goroutine that produces the partitions' outputs, chunk
@@ -309,7 +340,7 @@ func (w *Worker) producer() {
 	for rs := range w.outQ {
 		cl := w.sess.client()
 		for _, r := range rs {
-			cl.Produce(w.prodCtx, r, w.onProduced)
+			w.produceOn(cl, r)
 		}
 		w.inflight.Done()
 	}
