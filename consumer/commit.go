@@ -208,8 +208,8 @@ type committer struct {
 // offsets overlap the next unit's processing instead of holding the
 // partitions idle. It produces what the unit's stages keep and, at a
 // sync, the worker's status, closes the unit's acks (the next unit's
-// records are counted apart) and has the client send the unit's records
-// without lingering, computes the ledger records and the offsets now, while the partitions are idle, and leaves the rest to a
+// records are counted apart), computes the ledger records and the
+// offsets now, while the partitions are idle, and leaves the rest to a
 // committer goroutine: once every record of the unit is acknowledged and
 // none failed, it produces the ledgers, waits for them, and commits the
 // offsets (asynchronously: plainSession). A ledger thus never counts an
@@ -247,7 +247,6 @@ func (w *Worker) writeAhead(u *unit, parts []*partition) error {
 		}
 	}
 	sess := w.sess.(plainSession)
-	sendNow(sess.cl)
 	offsets := mergeOffsets(sess.cl.UncommittedOffsets(), w.ahead.commitOffsets(nil))
 	c := &committer{done: make(chan struct{})}
 	w.committing.Store(c)
@@ -298,16 +297,6 @@ func (w *Worker) commitAhead(sess plainSession, unit *unitAcks, ledgers []*kgo.R
 	}
 	sess.commitAsync(offsets)
 	return nil
-}
-
-// sendNow has cl send the batches that linger (kgo.ProducerLinger), not
-// waiting for them: Flush stops every partition's linger before it waits,
-// and returns at once for a context that is done. The next records
-// linger again.
-func sendNow(cl *kgo.Client) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = cl.Flush(ctx)
 }
 
 // waitAcks waits for wg, at most timeout, and reports whether it ended.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,34 +58,5 @@ func TestAtLeastOnceLedgersFollowTheirOutputs(t *testing.T) {
 	t.Logf("%d events: the ledgers count %d passes, the output topics hold %d records", n, passed, outputs)
 	if passed > uint64(outputs) {
 		t.Fatalf("the ledgers count %d passes, the output topics hold only %d records", passed, outputs)
-	}
-}
-
-// sendNow has a lingering batch sent at once, and does not wait for it.
-// A record whose partition the client does not know yet lingers only
-// once the metadata comes: sendNow is called until the record is sent.
-func TestSendNowEndsTheLinger(t *testing.T) {
-	env := newTestEnv(t)
-	const linger, within = time.Minute, 45 * time.Second // kgo's longest linger; a deadline short of it
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addrs...), kgo.ProducerLinger(linger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	acked := make(chan error, 1)
-	cl.Produce(context.Background(), &kgo.Record{Topic: "out", Value: []byte("x")}, func(_ *kgo.Record, err error) { acked <- err })
-	deadline := time.After(within)
-	for {
-		sendNow(cl)
-		select {
-		case err := <-acked:
-			if err != nil {
-				t.Fatal(err)
-			}
-			return
-		case <-deadline:
-			t.Fatalf("a record lingering for %v not sent within %v of sendNow", linger, within)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }
