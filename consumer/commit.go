@@ -158,13 +158,7 @@ func (w *Worker) partitions() []*partition {
 // crash, or an offset commit still in flight: plainSession) then skips
 // the records in between (partition.start).
 func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
-	w.eachOwned(u.touched, func(p *partition) {
-		for _, s := range p.kept() {
-			for _, r := range s.Flush(u.now) {
-				w.produce(r)
-			}
-		}
-	})
+	w.produceKept(u)
 	if w.cfg.delivery == AtLeastOnce {
 		if err := w.sess.client().Flush(ctx); err != nil {
 			return &sessionError{fmt.Errorf("flush: %w", err)}
@@ -173,26 +167,56 @@ func (w *Worker) write(ctx context.Context, u *unit, parts []*partition) error {
 			return nil // end fails the unit: nothing more is written
 		}
 	}
-	for _, l := range w.ledgers(parts, u) {
-		if l.err != nil {
-			return fmt.Errorf("ledger of %s: %w", l.p.source, l.err)
-		}
-		if len(l.recs) > 0 {
-			u.written = append(u.written, l.p)
-			for _, r := range l.recs {
+	recs, err := w.unitLedgers(parts, u)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		w.produce(r)
+	}
+	u.defs = w.definitionRecords(u.now)
+	w.produceStatus(u, parts)
+	return nil
+}
+
+// produceKept produces what the stages of the unit's touched partitions
+// keep (pipeline.State).
+func (w *Worker) produceKept(u *unit) {
+	w.eachOwned(u.touched, func(p *partition) {
+		for _, s := range p.kept() {
+			for _, r := range s.Flush(u.now) {
 				w.produce(r)
 			}
 		}
+	})
+}
+
+// produceStatus produces the worker's status, at a sync.
+func (w *Worker) produceStatus(u *unit, parts []*partition) {
+	if !u.syncDue {
+		return
 	}
-	u.defs = w.definitionRecords(u.now)
-	if u.syncDue {
-		if r, err := w.statusRecord(u.now, parts); err != nil {
-			w.log.Error().Err(err).Msg("encode worker status")
-		} else {
-			w.produce(r)
+	if r, err := w.statusRecord(u.now, parts); err != nil {
+		w.log.Error().Err(err).Msg("encode worker status")
+	} else {
+		w.produce(r)
+	}
+}
+
+// unitLedgers returns the unit's ledger records (see ledgers) and notes
+// in u.written the partitions that wrote some.
+func (w *Worker) unitLedgers(parts []*partition, u *unit) ([]*kgo.Record, error) {
+	var recs []*kgo.Record
+	for _, l := range w.ledgers(parts, u) {
+		if l.err != nil {
+			return nil, fmt.Errorf("ledger of %s: %w", l.p.source, l.err)
+		}
+		if len(l.recs) > 0 {
+			u.written = append(u.written, l.p)
+			recs = append(recs, l.recs...)
 		}
 	}
-	return nil
+	return recs, nil
 }
 
 // committer writes an at-least-once unit of work's ledgers once the
@@ -221,30 +245,12 @@ type committer struct {
 // again from the ledgers written, and the records after them are read
 // again, as at least once allows.
 func (w *Worker) writeAhead(u *unit, parts []*partition) error {
-	w.eachOwned(u.touched, func(p *partition) {
-		for _, s := range p.kept() {
-			for _, r := range s.Flush(u.now) {
-				w.produce(r)
-			}
-		}
-	})
-	if u.syncDue {
-		if r, err := w.statusRecord(u.now, parts); err != nil {
-			w.log.Error().Err(err).Msg("encode worker status")
-		} else {
-			w.produce(r)
-		}
-	}
-	unitAcks := w.acks.Swap(w.newUnitAcks())
-	var recs []*kgo.Record
-	for _, l := range w.ledgers(parts, u) {
-		if l.err != nil {
-			return fmt.Errorf("ledger of %s: %w", l.p.source, l.err)
-		}
-		if len(l.recs) > 0 {
-			u.written = append(u.written, l.p)
-			recs = append(recs, l.recs...)
-		}
+	w.produceKept(u)
+	w.produceStatus(u, parts)
+	outputs := w.acks.Swap(newUnitAcks(w.produced))
+	recs, err := w.unitLedgers(parts, u)
+	if err != nil {
+		return err
 	}
 	sess := w.sess.(plainSession)
 	offsets := mergeOffsets(sess.cl.UncommittedOffsets(), w.ahead.commitOffsets(nil))
@@ -252,7 +258,7 @@ func (w *Worker) writeAhead(u *unit, parts []*partition) error {
 	w.committing.Store(c)
 	go func() {
 		defer close(c.done)
-		c.err = w.commitAhead(sess, unitAcks, recs, offsets)
+		c.err = w.commitAhead(sess, outputs, recs, offsets)
 		if c.err != nil {
 			w.commitFailed.Store(true)
 		}
@@ -261,7 +267,7 @@ func (w *Worker) writeAhead(u *unit, parts []*partition) error {
 }
 
 // commitAhead is the committer's work (writeAhead).
-func (w *Worker) commitAhead(sess plainSession, unit *unitAcks, ledgers []*kgo.Record, offsets map[string]map[int32]kgo.EpochOffset) error {
+func (w *Worker) commitAhead(sess plainSession, outputs *unitAcks, ledgers []*kgo.Record, offsets map[string]map[int32]kgo.EpochOffset) error {
 	if err := sess.commits.failed(); err != nil {
 		return &sessionError{fmt.Errorf("commit offsets: %w", err)}
 	}
@@ -274,22 +280,17 @@ func (w *Worker) commitAhead(sess plainSession, unit *unitAcks, ledgers []*kgo.R
 		}
 		return &sessionError{errCannotAbort}
 	}
-	if !waitAcks(&unit.wg, shutdownTimeout) {
+	if !outputs.wait(shutdownTimeout) {
 		return &sessionError{fmt.Errorf("flush: outputs not acknowledged within %v", shutdownTimeout)}
 	}
 	if err := failed(); err != nil {
 		return err
 	}
-	var acks sync.WaitGroup
-	acks.Add(len(ledgers))
-	done := func(r *kgo.Record, err error) {
-		w.produced(r, err)
-		acks.Done()
-	}
+	acks := newUnitAcks(w.produced)
 	for _, r := range ledgers {
-		sess.cl.Produce(w.prodCtx, r, done)
+		acks.produce(w.prodCtx, sess.cl, r)
 	}
-	if !waitAcks(&acks, shutdownTimeout) {
+	if !acks.wait(shutdownTimeout) {
 		return &sessionError{fmt.Errorf("flush: ledgers not acknowledged within %v", shutdownTimeout)}
 	}
 	if err := failed(); err != nil {
@@ -297,25 +298,6 @@ func (w *Worker) commitAhead(sess plainSession, unit *unitAcks, ledgers []*kgo.R
 	}
 	sess.commitAsync(offsets)
 	return nil
-}
-
-// waitAcks waits for wg, at most timeout, and reports whether it ended.
-// A wait that times out leaves a goroutine waiting: it ends when the
-// session's client closes, which fails what it still buffers.
-func waitAcks(wg *sync.WaitGroup, timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // drainCommitter waits for the committer of the last unit of work, if

@@ -156,11 +156,7 @@ func (p plainSession) end(ctx context.Context, commit bool, held map[string]map[
 	if !commit {
 		return false, &sessionError{errCannotAbort}
 	}
-	offsets := p.cl.UncommittedOffsets()
-	if held != nil {
-		offsets = mergeOffsets(offsets, held)
-	}
-	p.commitAsync(offsets)
+	p.commitAsync(mergeOffsets(p.cl.UncommittedOffsets(), held))
 	return true, nil
 }
 

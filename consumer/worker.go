@@ -95,7 +95,7 @@ type Worker struct {
 	outQ       chan []*kgo.Record // the partitions' outputs, to the producer goroutine
 	prodCtx    context.Context
 	prodCancel context.CancelFunc
-	acks       atomic.Pointer[unitAcks]  // the current unit's records not acknowledged yet
+	acks       atomic.Pointer[unitAcks]  // the current unit's records not acknowledged yet (counted at least once)
 	committing atomic.Pointer[committer] // at least once: the last unit's ledgers and offsets, being written
 	// commitFailed is set when a committer fails, until the session
 	// starts again: the revoke of a closing session then commits no
@@ -184,7 +184,11 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	w.srm = newSRMCheck(w.reg, c.splitter)
 	w.delay.init(w.reg)
 	w.parks.init(w.reg)
-	w.acks.Store(w.newUnitAcks())
+	if c.delivery == AtLeastOnce {
+		w.acks.Store(newUnitAcks(w.produced))
+	} else {
+		w.acks.Store(uncountedAcks(w.produced))
+	}
 	if c.listen != "" {
 		if w.http, err = NewHTTPServer(c.listen, w.reg, w, c.httpSec); err != nil {
 			return nil, err
@@ -303,30 +307,62 @@ func (w *Worker) produce(r *kgo.Record) {
 	w.produceOn(w.sess.client(), r)
 }
 
-// produceOn produces r on cl, counted in the current unit's acks. Only
-// the poll loop's goroutine and the producer goroutine call it, the
-// latter for the chunks the loop waits for (inflight) before it starts
-// the next unit's acks.
+// produceOn produces r on cl, counted in the current unit's acks at
+// least once. Only the poll loop's goroutine and the producer goroutine
+// call it, the latter for the chunks the loop waits for (inflight)
+// before it starts the next unit's acks.
 func (w *Worker) produceOn(cl *kgo.Client, r *kgo.Record) {
-	a := w.acks.Load()
-	a.wg.Add(1)
-	cl.Produce(w.prodCtx, r, a.promise)
+	w.acks.Load().produce(w.prodCtx, cl, r)
 }
 
 // unitAcks counts one unit of work's records until kgo acknowledges
-// them (or fails them).
+// them (or fails them), each answer passed on to done. Uncounted (an
+// exactly-once worker's: its transaction's end flushes), it only passes
+// them on.
 type unitAcks struct {
+	counted bool
 	wg      sync.WaitGroup
 	promise func(*kgo.Record, error)
 }
 
-func (w *Worker) newUnitAcks() *unitAcks {
-	a := &unitAcks{}
+func newUnitAcks(done func(*kgo.Record, error)) *unitAcks {
+	a := &unitAcks{counted: true}
 	a.promise = func(r *kgo.Record, err error) {
-		w.produced(r, err)
+		done(r, err)
 		a.wg.Done()
 	}
 	return a
+}
+
+func uncountedAcks(done func(*kgo.Record, error)) *unitAcks {
+	return &unitAcks{promise: done}
+}
+
+func (a *unitAcks) produce(ctx context.Context, cl *kgo.Client, r *kgo.Record) {
+	if a.counted {
+		a.wg.Add(1)
+	}
+	cl.Produce(ctx, r, a.promise)
+}
+
+// wait waits for every record produced, at most timeout, and reports
+// whether they were all answered. A wait that times out leaves a
+// goroutine waiting: it ends when the session's client closes, which
+// fails what it still buffers.
+func (a *unitAcks) wait(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		a.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // producer is the goroutine that produces the partitions' outputs, chunk
