@@ -158,6 +158,9 @@ func workerOpts(c *config.Config, sp *splitter.Splitter, limits []pipeline.Varia
 		consumer.RewardPaths(rewardBudget, c.Rewards.Value),
 		consumer.HTTPListen(c.HTTP.Listen),
 	}
+	if c.HTTP.BudgetSeries > 0 {
+		all = append(all, consumer.BudgetSeries(c.HTTP.BudgetSeries))
+	}
 	if h := c.HTTP; len(h.AllowedHosts) > 0 || h.TLS.CertFile != "" || h.Auth.On() {
 		password, token, p := h.Auth.Resolve()
 		if p != nil {

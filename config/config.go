@@ -236,6 +236,11 @@ type HTTP struct {
 	TLS HTTPTLS `yaml:"tls"`
 	// Auth makes /metrics require credentials. Optional.
 	Auth HTTPAuth `yaml:"auth"`
+	// BudgetSeries is how many budgets, at most, have per-budget series
+	// of their own in /metrics (consumer.BudgetSeries); the others count
+	// in series with an empty budget label. Default
+	// DefaultBudgetSeries (1,000).
+	BudgetSeries int `yaml:"budget_series"`
 }
 
 // LogFormats are the values of log.format; internal/logx writes them.

@@ -6,8 +6,8 @@ import (
 	"github.com/throttler/throttler/internal/defaults"
 )
 
-// Defaults of the optional fields. Group, SyncInterval and CommitInterval
-// are package consumer's (consumer.DefaultGroup, …, the same values), so
+// Defaults of the optional fields. Group, SyncInterval, CommitInterval and
+// BudgetSeries are package consumer's (consumer.DefaultGroup, …, the same values), so
 // that a field left out of the file runs as an option left out of
 // consumer.NewWorker.
 const (
@@ -17,6 +17,7 @@ const (
 	DefaultSyncInterval   = defaults.SyncInterval
 	DefaultCommitInterval = defaults.CommitInterval
 	DefaultHTTPListen     = "127.0.0.1:9090"
+	DefaultBudgetSeries   = defaults.BudgetSeries
 	DefaultLogFormat      = "json"
 	DefaultLogLevel       = "info"
 	// DefaultPartitions is the partition count of created topics when
@@ -71,6 +72,9 @@ func (c *Config) defaults() {
 	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = DefaultHTTPListen
+	}
+	if c.HTTP.BudgetSeries == 0 {
+		c.HTTP.BudgetSeries = DefaultBudgetSeries
 	}
 	if c.Log.Format == "" {
 		c.Log.Format = DefaultLogFormat

@@ -82,6 +82,7 @@
 //	  allowed_hosts: [w1.internal]       # optional: names it is reached by, besides IPs and localhost
 //	  tls: {cert_file: c, key_file: k}   # optional: HTTPS only
 //	  auth: {token_file: f}              # optional: /metrics needs a bearer token (token_env; user with password_file/password_env)
+//	  budget_series: 1000                # budgets with per-budget series, at most (default 1000); the others count under budget=""
 //	log: {format: json, level: info}     # json or console; trace, debug, info, warn, error
 //	timeouts:                            # optional; 0 or absent: the client's default
 //	  session: 6s                        # group session (default 45s): a dead worker's partitions move after it

@@ -62,6 +62,9 @@ func (a HTTPAuth) Resolve() (password, token string, p *FieldProblem) {
 // and readable, authentication complete.
 func (v *checker) httpSection(h HTTP) {
 	v.hostPort("http.listen", h.Listen, true)
+	if h.BudgetSeries < 0 {
+		v.add("http.budget_series", fmt.Sprintf("must be at least 1 (0 or absent: %d), got %d", DefaultBudgetSeries, h.BudgetSeries))
+	}
 	for i, host := range h.AllowedHosts {
 		if host == "" || strings.ContainsAny(host, ":/ ") {
 			v.add(fmt.Sprintf("http.allowed_hosts[%d]", i), fmt.Sprintf("must be a host name without port, got %q", host))

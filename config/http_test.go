@@ -29,6 +29,7 @@ func TestHTTPSection(t *testing.T) {
 		{"user without password", HTTP{Listen: ":9090", Auth: HTTPAuth{User: "ops"}}, []want{{"http.auth.user", "needs a password"}}},
 		{"unset variable", HTTP{Listen: ":9090", Auth: HTTPAuth{TokenEnv: "THROTTLER_TEST_NOT_SET"}}, []want{{"http.auth.token_env", "not set"}}},
 		{"host with port", HTTP{Listen: ":9090", AllowedHosts: []string{"a.example:80"}}, []want{{"http.allowed_hosts[0]", "without port"}}},
+		{"negative budget series", HTTP{Listen: ":9090", BudgetSeries: -1}, []want{{"http.budget_series", "at least 1"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,9 +61,10 @@ type budgetGauges struct {
 	gen  uint64    // series.gen when the handles were taken
 	pass uint64
 	g    [5]prometheus.Gauge // working, ideal, local share, cut, lag
+	over bool                // the budget had no series of its own (OverflowBudget) as of gen
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, budgetSeries int) *metrics {
 	cv := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttler_" + name, Help: help}, labels)
 		reg.MustRegister(c)
@@ -103,7 +105,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.viewSkipped = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttler_stats_records_skipped",
 		Help: "Stats topic records the stats view skipped since the worker started: they do not decode, or break the limits (docs/operations.md)."})
 	reg.MustRegister(m.dropped, m.assigned, m.viewAge, m.viewSkipped, m.openLanes)
-	m.series.last = map[string]time.Time{}
+	m.series.last = map[string]*seriesOf{}
+	m.series.max = budgetSeries
 	m.gauges = map[*flow.Controller]*budgetGauges{}
 	return m
 }
@@ -123,17 +126,21 @@ func (m *metrics) snapshot(c *flow.Controller) {
 	bg.pass = m.gaugesPass
 	s := c.Snapshot()
 	gen := m.series.generation()
-	if s.At.Equal(bg.at) && gen == bg.gen && bg.g[0] != nil {
+	if s.At.Equal(bg.at) && gen == bg.gen && (bg.g[0] != nil || bg.over) {
 		return
 	}
-	m.series.seen(s.Budget)
+	bg.at = s.At
+	if m.series.label(s.Budget) == OverflowBudget {
+		// no series of its own: gauges of several budgets do not add up
+		bg.g, bg.gen, bg.over = [5]prometheus.Gauge{}, gen, true
+		return
+	}
 	if gen != bg.gen || bg.g[0] == nil {
 		for i, v := range []*prometheus.GaugeVec{m.workingRate, m.idealRate, m.localShare, m.scoreCut, m.lagIdeal} {
 			bg.g[i] = v.WithLabelValues(s.Budget)
 		}
-		bg.gen = gen
+		bg.gen, bg.over = gen, false
 	}
-	bg.at = s.At
 	cut := s.Cut
 	if math.IsInf(cut, 0) || math.IsNaN(cut) {
 		cut = math.MaxFloat64
@@ -199,6 +206,7 @@ type budgetCount struct {
 	lastFlush       int           // counts.flushes when it last counted something
 
 	gen                         uint64 // the series generation the counters below belong to
+	label                       string // the budget label they carry: name, or OverflowBudget
 	offeredC, passedC, rewardsC prometheus.Counter
 }
 
@@ -288,10 +296,9 @@ func (c *counts) flush(m *metrics) {
 			continue
 		}
 		b.lastFlush = c.flushes
-		name := b.name
-		s.seenLocked(name)
-		if b.gen != s.gen { // the sweep deleted series: look them up again
-			b.gen = s.gen
+		name := s.labelLocked(b.name)
+		if b.gen != s.gen || b.label != name { // the sweep deleted series: look them up again
+			b.gen, b.label = s.gen, name
 			b.offeredC, b.passedC, b.rewardsC = nil, nil, nil
 			for i := range b.rejects {
 				b.rejects[i].c = nil
@@ -308,6 +315,7 @@ func (c *counts) flush(m *metrics) {
 			}
 			if r.c == nil {
 				r.c = m.rejected.WithLabelValues(name, r.reason)
+				s.rejectedLocked(name, r.reason)
 			}
 			r.c.Add(float64(r.n))
 			r.n = 0
@@ -368,15 +376,29 @@ func (b *budgetCount) counted() bool {
 	return false
 }
 
+// OverflowBudget is the budget label of the series that count the
+// budgets over a worker's BudgetSeries: the empty name, which no budget
+// has, and which Prometheus shows as a series without the label.
+const OverflowBudget = ""
+
 // budgetSeries tracks the budgets that have metric series on this worker,
 // so that those of budgets no longer active here are deleted (sweep):
 // /metrics then holds the budgets active on the worker, not every budget
-// it ever saw. Safe for concurrent use.
+// it ever saw. At most max budgets have series of their own, taken in the
+// order they become active; the others count in the series of
+// OverflowBudget until a sweep makes room. Safe for concurrent use.
 type budgetSeries struct {
 	mu   sync.Mutex
 	now  time.Time            // the instant seen stamps: the last sweep's
-	last map[string]time.Time // by budget: last seen active
+	max  int                  // budgets with series of their own, at most
+	last map[string]*seriesOf // by budget with series of its own
 	gen  uint64               // bumped by a sweep that deletes series: the counters budgetCounts keep are stale
+}
+
+// seriesOf is what a budget's series need to be found and deleted.
+type seriesOf struct {
+	at      time.Time // last seen active
+	reasons []string  // of its rejected series
 }
 
 // generation returns gen.
@@ -386,39 +408,58 @@ func (s *budgetSeries) generation() uint64 {
 	return s.gen
 }
 
-// seen notes that budget is active (counted, or has a controller here).
-func (s *budgetSeries) seen(budget string) {
+// label notes that budget is active (counted, or has a controller here)
+// and returns the budget label of its series: its name, or
+// OverflowBudget when max budgets have series of their own.
+func (s *budgetSeries) label(budget string) string {
 	s.mu.Lock()
-	s.seenLocked(budget)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.labelLocked(budget)
 }
 
-// seenLocked is seen with s.mu held.
-func (s *budgetSeries) seenLocked(budget string) {
-	if t, ok := s.last[budget]; !ok || t.Before(s.now) {
-		if !ok {
-			budget = strings.Clone(budget)
+// labelLocked is label with s.mu held. Within a generation the answer
+// for a budget does not change: room is made only by a sweep that
+// deletes series, which starts a new one.
+func (s *budgetSeries) labelLocked(budget string) string {
+	if e := s.last[budget]; e != nil {
+		if e.at.Before(s.now) {
+			e.at = s.now
 		}
-		s.last[budget] = s.now
+		return budget
+	}
+	if len(s.last) >= s.max {
+		return OverflowBudget
+	}
+	s.last[strings.Clone(budget)] = &seriesOf{at: s.now}
+	return budget
+}
+
+// rejectedLocked notes that label has a rejected series of reason.
+func (s *budgetSeries) rejectedLocked(label, reason string) {
+	if e := s.last[label]; e != nil && !slices.Contains(e.reasons, reason) {
+		e.reasons = append(e.reasons, reason)
 	}
 }
 
 // sweep deletes the series of the budgets not seen active for idle, and
-// stamps what is seen next with now. It costs O(budgets with series).
+// stamps what is seen next with now. It costs O(budgets with series); each
+// series is deleted by its labels, not looked for.
 func (m *metrics) sweep(now time.Time, idle time.Duration) (deleted int) {
 	s := &m.series
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.now = now
-	for b, t := range s.last {
-		if now.Sub(t) < idle {
+	for b, e := range s.last {
+		if now.Sub(e.at) < idle {
 			continue
 		}
 		delete(s.last, b)
 		for _, v := range []*prometheus.CounterVec{m.offered, m.passed, m.rewards} {
 			v.DeleteLabelValues(b)
 		}
-		m.rejected.DeletePartialMatch(prometheus.Labels{"budget": b})
+		for _, r := range e.reasons {
+			m.rejected.DeleteLabelValues(b, r)
+		}
 		for _, g := range []*prometheus.GaugeVec{m.workingRate, m.idealRate, m.localShare, m.scoreCut, m.lagIdeal} {
 			g.DeleteLabelValues(b)
 		}

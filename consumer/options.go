@@ -76,6 +76,9 @@ const (
 	// DefaultSeriesIdle: the metric series of a budget not active on the
 	// worker for this long are deleted.
 	DefaultSeriesIdle = time.Minute
+	// DefaultBudgetSeries: at most this many budgets have metric series
+	// of their own on a worker (BudgetSeries).
+	DefaultBudgetSeries = defaults.BudgetSeries
 	// GiveUp: a worker whose transactions keep aborting for refused
 	// produces stops after this many aborts over at least this long.
 	DefaultGiveUpAborts = 10
@@ -105,6 +108,7 @@ type cfg struct {
 	syncInterval     time.Duration
 	laneIdle         time.Duration // 0: 3 sync intervals
 	seriesIdle       time.Duration
+	budgetSeries     int
 	pipeline         func(*pipeline.Pipeline) error
 	splitter         *splitter.Splitter
 	rewardBudgetPath string
@@ -136,6 +140,7 @@ func defaultCfg() cfg {
 		commitInterval:   DefaultCommitInterval,
 		syncInterval:     DefaultSyncInterval,
 		seriesIdle:       DefaultSeriesIdle,
+		budgetSeries:     DefaultBudgetSeries,
 		rewardBudgetPath: decode.DefaultBudgetPath,
 		parkRetry:        DefaultParkRetry,
 		maxReward:        flow.DefaultMaxReward,
@@ -170,6 +175,8 @@ func (c *cfg) validate() error {
 		return bad("SyncInterval", "must be positive")
 	case c.laneIdle < 0 || c.seriesIdle <= 0:
 		return bad("LaneIdle", "lane and series idle spans must be positive")
+	case c.budgetSeries < 1:
+		return bad("BudgetSeries", "must be at least 1")
 	case c.delivery > AtLeastOnce:
 		return bad("WithDelivery", "unknown delivery")
 	case c.now == nil:
@@ -278,6 +285,19 @@ func LaneIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.laneIdle = 
 // a scrape every 15 s still sees a budget's last counts before its series
 // go.
 func SeriesIdle(d time.Duration) Opt { return optFunc(func(c *cfg) { c.seriesIdle = d }) }
+
+// BudgetSeries sets how many budgets, at most, have per-budget metric
+// series of their own on the worker (throttler_offered_total,
+// throttler_passed_total, throttler_rejected_total, throttler_rewards_total
+// and the five pacing gauges). Budgets become active beyond it count in
+// the counters' series of OverflowBudget (the empty budget label) and have
+// no gauges, until a sweep (SeriesIdle) deletes idle budgets' series and
+// makes room. Sums over the budget label stay exact. Default
+// DefaultBudgetSeries (1,000): about ten series a budget, so that a
+// scrape stays near 10,000 series however many budgets are active. Every
+// series is gathered, sorted and encoded at every scrape, at a cost that
+// grows faster than their number (go test -bench Scrape ./consumer).
+func BudgetSeries(n int) Opt { return optFunc(func(c *cfg) { c.budgetSeries = n }) }
 
 // WithSplitter sets the experiment splitter. Default nil: no experiments.
 func WithSplitter(s *splitter.Splitter) Opt { return optFunc(func(c *cfg) { c.splitter = s }) }

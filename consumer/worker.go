@@ -176,7 +176,7 @@ func NewWorker(tree *flow.Tree, dec *decode.Decoder, opts ...Opt) (*Worker, erro
 	if w.pub, err = stats.NewPublisher(c.topics.Stats); err != nil {
 		return nil, err
 	}
-	w.m = newMetrics(w.reg)
+	w.m = newMetrics(w.reg, c.budgetSeries)
 	// Every client the worker makes from its options counts its requests.
 	c.clientOpts = append(slices.Clip(c.clientOpts), kgo.WithHooks(requestHook{w.m}))
 	w.cfg.clientOpts = c.clientOpts

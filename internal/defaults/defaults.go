@@ -14,4 +14,5 @@ const (
 	Group          = "throttler"
 	CommitInterval = 100 * time.Millisecond
 	SyncInterval   = time.Second
+	BudgetSeries   = 1000
 )
