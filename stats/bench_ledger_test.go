@@ -187,3 +187,28 @@ func BenchmarkViewBudget(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkViewRefold folds again, into a View that holds them, 48
+// sources' records of 1,000 budgets each counted on every source: the
+// lookup of the steady state's fold, where each entry of a delta is found
+// among its budget's 48.
+func BenchmarkViewRefold(b *testing.B) {
+	recs, entries := viewRecords(b, 48, 1000, 1000)
+	v := foldAll(b, recs)
+	var ents []rawEntry
+	ops := make([]viewOp, 0, len(recs))
+	for _, r := range recs {
+		op, err := decodeOp(r, &ents)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range ops {
+			v.applyOp(&ops[i], ents)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(entries), "ns/entry")
+}

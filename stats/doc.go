@@ -119,7 +119,7 @@
 //   - Records/s: one delta per commit and touched source (a x e fits one
 //     64 KiB record up to about 1,600 changed entries), plus S_s/64 KiB
 //     chunks every k x S_s of deltas, plus P_idle/h heartbeats.
-//   - Worker memory: the View, about 190 B per non-zero pair (N), plus
+//   - Worker memory: the View, about 220 B per non-zero pair (N), plus
 //     the writers, about 180-270 B per non-zero pair of the owned sources,
 //     plus, per budget, the digest of its definition (a worker's View,
 //     DigestDefinitions: about 90 B with its name, against about 310 B

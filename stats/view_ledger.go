@@ -28,8 +28,8 @@ type vsource struct {
 	exps    map[ExperimentID]*vexp
 }
 
-// ventry is one (budget, source) entry: about 130 bytes with the two
-// slices that point to it.
+// ventry is one (budget, source) entry: about 140 bytes with the slice
+// elements that point to it and to its source.
 type ventry struct {
 	src  *vsource
 	bud  *vbudget
@@ -40,7 +40,30 @@ type ventry struct {
 
 type vbudget struct {
 	name    string
-	entries []*ventry // sorted by source name
+	entries []*ventry  // sorted by source name
+	srcs    []*vsource // entries[i].src: found by pointer, without reading the entries
+}
+
+// linearFind is the count of a budget's sources up to which find scans
+// their pointers rather than search their names: a scan of contiguous
+// pointers reads a few cache lines, a binary search an entry and a source
+// name per step.
+const linearFind = 64
+
+// find returns the index of source s's entry among b's, or where it
+// would be inserted.
+func (b *vbudget) find(s *vsource) (int, bool) {
+	if len(b.srcs) <= linearFind {
+		for i, x := range b.srcs {
+			if x == s {
+				return i, true
+			}
+		}
+		if len(b.srcs) == 0 {
+			return 0, false
+		}
+	}
+	return searchEntry(b.entries, s.name)
 }
 
 type vexp struct {
@@ -92,7 +115,7 @@ func (x *ledgerIndex) budget(s *vsource, e *rawEntry, seq uint64) {
 	i := 0
 	if b != nil {
 		var found bool
-		if i, found = searchEntry(b.entries, s.name); found {
+		if i, found = b.find(s); found {
 			cur = b.entries[i]
 		}
 	}
@@ -113,14 +136,16 @@ func (x *ledgerIndex) budget(s *vsource, e *rawEntry, seq uint64) {
 		ve := &ventry{src: s, bud: b, seq: seq, pos: len(s.entries), body: e.body}
 		s.entries = append(s.entries, ve)
 		b.entries = slices.Insert(b.entries, i, ve)
+		b.srcs = slices.Insert(b.srcs, i, s)
 		x.entries++
 	}
 }
 
 func (x *ledgerIndex) remove(ve *ventry) {
 	b, s := ve.bud, ve.src
-	if i := slices.Index(b.entries, ve); i >= 0 {
+	if i, ok := b.find(s); ok {
 		b.entries = slices.Delete(b.entries, i, i+1)
+		b.srcs = slices.Delete(b.srcs, i, i+1)
 	}
 	if len(b.entries) == 0 {
 		delete(x.budgets, b.name)
