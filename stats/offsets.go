@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,11 @@ import (
 // topic yet; a topic that stays unknown that long is missing, and its
 // answer is returned for the caller to say so.
 //
+// The same holds for a request kadm could not send for some partitions
+// (a *kadm.ShardErrors whose every error is retriable: the client's
+// metadata knows no leader for them yet); once ctx ends that error is
+// returned. Any other error of list is returned at once.
+//
 // waiting, when not nil, is called with the newest unsettled answer (a
 // *TopicError naming a partition and its error) after waitFirst answers
 // in a row were unsettled (about 4.5 s), then after every waitEvery more
@@ -36,20 +42,41 @@ func ListSettled(ctx context.Context, list func(context.Context, ...string) (kad
 	backoff := firstBackoff
 	for tries := 1; ; tries++ {
 		listed, err := list(ctx, topic)
-		if err != nil {
+		what, perr := "", err
+		switch {
+		case err == nil:
+			var p int32
+			if p, perr = unsettled(listed[topic]); perr == nil || (p == -1 && tries >= missingTries) {
+				return listed, nil
+			}
+			what = fmt.Sprintf("partition %d", p)
+		case retriableShards(err):
+			what = "partitions without a known leader"
+		default:
 			return listed, err
 		}
-		p, perr := unsettled(listed[topic])
-		if perr == nil || (p == -1 && tries >= missingTries) {
-			return listed, nil
-		}
 		if waiting != nil && tries >= waitFirst && (tries-waitFirst)%waitEvery == 0 {
-			waiting(&TopicError{Topic: topic, Op: fmt.Sprintf("partition %d still unavailable after %d answers", p, tries), Err: perr})
+			waiting(&TopicError{Topic: topic, Op: fmt.Sprintf("%s still unavailable after %d answers", what, tries), Err: perr})
 		}
 		if !pause(ctx, &backoff) {
-			return listed, nil
+			return listed, err
 		}
 	}
+}
+
+// retriableShards reports whether err is kadm's *ShardErrors with only
+// errors that asking again may clear.
+func retriableShards(err error) bool {
+	se, ok := errors.AsType[*kadm.ShardErrors](err)
+	if !ok || len(se.Errs) == 0 {
+		return false
+	}
+	for _, e := range se.Errs {
+		if !kerr.IsRetriable(e.Err) {
+			return false
+		}
+	}
+	return true
 }
 
 // The answers after which ListSettled reports a wait: the pauses between

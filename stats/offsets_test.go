@@ -134,3 +134,43 @@ func TestListSettledAsksAgainWhenTheTopicIsNotListed(t *testing.T) {
 		t.Fatalf("not authorized: %v, %v after %d answers; want TOPIC_AUTHORIZATION_FAILED after 1", err, listed.Error(), calls)
 	}
 }
+
+// kadm returns *ShardErrors for the partitions it could not ask (no
+// leader known to the client's metadata yet, as right after the topic was
+// created on a cluster of several brokers): ListSettled asks again while
+// each of its errors is retriable, returns the last one once ctx ends, and
+// returns any other at once.
+func TestListSettledAsksAgainAfterShardErrors(t *testing.T) {
+	ctx := testCtx(t)
+	shardErr := func(err error) error {
+		return &kadm.ShardErrors{Name: "ListOffsets", Errs: []kadm.ShardError{{Err: err}}}
+	}
+	var calls int
+	list := func(failFor int, err error) func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls = 0
+		return func(context.Context, ...string) (kadm.ListedOffsets, error) {
+			calls++
+			if calls <= failFor {
+				return kadm.ListedOffsets{}, shardErr(err)
+			}
+			return kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 7}}}, nil
+		}
+	}
+
+	listed, err := ListSettled(ctx, list(3, kerr.UnknownTopicOrPartition), "t", nil)
+	if err != nil || len(listed["t"]) != 1 || calls != 4 {
+		t.Fatalf("shard errors for 3 answers: %v, %d partitions after %d answers; want 1 partition after 4", err, len(listed["t"]), calls)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = ListSettled(short, list(1<<30, kerr.UnknownTopicOrPartition), "t", nil)
+	if short.Err() == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) || calls < 2 {
+		t.Fatalf("shard errors until the context ends: %v after %d answers (context %v); want UNKNOWN_TOPIC_OR_PARTITION once it ended", err, calls, short.Err())
+	}
+
+	_, err = ListSettled(ctx, list(1<<30, kerr.TopicAuthorizationFailed), "t", nil)
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) || calls != 1 {
+		t.Fatalf("not authorized: %v after %d answers; want TOPIC_AUTHORIZATION_FAILED after 1", err, calls)
+	}
+}
