@@ -206,7 +206,6 @@ type budgetCount struct {
 	lastFlush       int           // counts.flushes when it last counted something
 
 	gen                         uint64 // the series generation the counters below belong to
-	label                       string // the budget label they carry: name, or OverflowBudget
 	offeredC, passedC, rewardsC prometheus.Counter
 }
 
@@ -296,9 +295,9 @@ func (c *counts) flush(m *metrics) {
 			continue
 		}
 		b.lastFlush = c.flushes
-		name := s.labelLocked(b.name)
-		if b.gen != s.gen || b.label != name { // the sweep deleted series: look them up again
-			b.gen, b.label = s.gen, name
+		name := s.labelLocked(b.name) // the same within a generation
+		if b.gen != s.gen {           // the sweep deleted series: look them up again
+			b.gen = s.gen
 			b.offeredC, b.passedC, b.rewardsC = nil, nil, nil
 			for i := range b.rejects {
 				b.rejects[i].c = nil

@@ -59,9 +59,6 @@ func (b *vbudget) find(s *vsource) (int, bool) {
 				return i, true
 			}
 		}
-		if len(b.srcs) == 0 {
-			return 0, false
-		}
 	}
 	return searchEntry(b.entries, s.name)
 }
