@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ func (w *Worker) ledgerOpts() []stats.LedgerOpt {
 // one is due. The partition must be idle and started.
 func (p *partition) ledgerRecords(now time.Time, sync bool) ([]*kgo.Record, error) {
 	drop := p.drops.take(p.w)
+	if sync && !now.Before(p.forgetAt) {
+		drop = p.forgettable(now, slices.Clip(drop))
+	}
 	if !p.touched && len(drop) == 0 && !(sync && p.led.Due(now)) {
 		return nil, nil
 	}
@@ -46,6 +50,21 @@ func (p *partition) ledgerRecords(now time.Time, sync bool) ([]*kgo.Record, erro
 		p.src.Published() // what Changed listed equals the committed values
 	}
 	return recs, err
+}
+
+// forgetEvery is how often, in sync intervals, a partition looks for the
+// budgets whose counters its ledger may forget.
+const forgetEvery = 10
+
+// forgettable appends to drop the budgets whose counters the partition's
+// ledger may forget at now (flow.Source.Forgettable: period budgets
+// counted in a period that ended, with no lane open here), so that a
+// ledger, and every View, holds the pairs that count in the current
+// period rather than every pair that ever counted. It looks every
+// forgetEvery sync intervals.
+func (p *partition) forgettable(now time.Time, drop []string) []string {
+	p.forgetAt = now.Add(forgetEvery * p.w.cfg.syncInterval)
+	return p.src.Forgettable(now, p.led.Counted(nil), drop)
 }
 
 // ledgerCommitted makes the records ledgerRecords returned the partition's

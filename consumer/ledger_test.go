@@ -2,11 +2,13 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/throttler/throttler/flow"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
 	"github.com/throttler/throttler/stats"
 )
@@ -72,4 +74,68 @@ func TestLedgerLanesReleased(t *testing.T) {
 	env.waitCommitted("events")
 	w.stop(t)
 	env.verify(t, n, bad, 0, 0)
+}
+
+// TestLedgerForgetsEndedPeriods: once a period budget's period ended (and
+// StaleAfter more), its owners forget the counters of that period, and
+// the stats topic's View holds no entry of it; a window budget's counters
+// stay. Events of the budget's next period count from zero, exactly.
+func TestLedgerForgetsEndedPeriods(t *testing.T) {
+	env := newTestEnv(t)
+	clock := newTestClock(time.Minute, 20*time.Second)
+	start := clock.Now()
+	budgets := []flow.Budget{
+		{Name: "cap", Target: 1e9, Period: time.Minute},
+		{Name: "win", Target: 1e9, Begin: start.Add(-time.Hour), End: start.Add(time.Hour)},
+	}
+	events := func(first, n int, budget string) []*kgo.Record {
+		var recs []*kgo.Record
+		for i := first; i < first+n; i++ {
+			k := fmt.Sprintf("k%d", i)
+			recs = append(recs, &kgo.Record{Topic: "events", Key: []byte(k), Value: []byte(fmt.Sprintf(`{"id":%d,"budget":%q,"user":%q}`, i, budget, k))})
+		}
+		return recs
+	}
+	env.produce(append(events(0, 600, "cap"), events(600, 600, "win")...))
+	env.startExperimentWorker(t, "w", budgets, WithClock(clock.Now))
+	env.waitCommitted("events")
+
+	view, err := stats.NewView(context.Background(), "stats", []kgo.Opt{kgo.SeedBrokers(env.addrs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	totals := func(budget string) stats.BudgetTotals {
+		tot, _ := view.Totals(budget)
+		return tot
+	}
+	testwait.Eventually(t, "the View to count the events of both budgets", func() bool {
+		return totals("cap").Total.Offered == 600 && totals("win").Total.Offered == 600
+	})
+	if n := totals("cap").Sources; n < 2 {
+		t.Fatalf("cap counted on %d sources, want several", n)
+	}
+
+	clock.Jump(time.Minute) // cap's period ended 40 s ago
+	testwait.Eventually(t, "the counters of cap's ended period to be forgotten", func() bool {
+		_, ok := view.Totals("cap")
+		return !ok
+	})
+	if tot := totals("win"); tot.Total.Offered != 600 || tot.Total.Passed != 600 {
+		t.Fatalf("win after cap's counters were forgotten: %+v", tot)
+	}
+	for src, st := range env.ledgers() {
+		for _, r := range st.Reports {
+			if r.Budget == "cap" {
+				t.Fatalf("the ledger of %s still holds cap: %+v", src, r)
+			}
+		}
+	}
+
+	env.produce(events(1200, 300, "cap"))
+	env.waitCommitted("events")
+	testwait.Eventually(t, "the View to count cap's new period from zero", func() bool {
+		tot := totals("cap")
+		return tot.Total.Offered == 300 && tot.InPeriod.Offered == 300 && tot.InPeriod.Passed == 300
+	})
 }

@@ -69,6 +69,7 @@ type partition struct {
 	variants   variantState
 	out        []*kgo.Record // outputs not handed to the producer goroutine yet (emit)
 	reps       []flow.Report // Source.Changed's, reused
+	forgetAt   time.Time     // when the ledger is next looked at for counters to forget (ledger.go)
 	rewardScan *decode.Scan  // the reward decoder's, in the topic's format
 	parkAt     int64         // parked: the offset it holds at (-1 before its first record; park.go)
 	parkEpoch  int32

@@ -33,6 +33,8 @@ type peer struct {
 	// held: its rates were set to its smoothed ones for an outage of the
 	// exchange (holdRates), until its next report
 	held bool
+	// seen: the instant of the last sync that listed its source
+	seen int64
 }
 
 // sourceRef is what a controller holds of one source: this node's open
@@ -101,6 +103,7 @@ func (c *Controller) syncLocked(t int64, reps []Report) {
 			}
 		}
 	}
+	c.forgetPeers(t)
 	c.learnErr()
 	if 2*gaps <= n {
 		late = lateGap
@@ -121,9 +124,13 @@ func (c *Controller) syncLocked(t int64, reps []Report) {
 // was made (ok is false when it replaced none).
 func (c *Controller) take(p *peer, r *Report, t int64) (interval int64, ok bool) {
 	at := r.At.UnixNano()
+	if p != nil {
+		p.seen = t
+	}
 	switch {
 	case p == nil:
 		p = c.newPeer(r.Source)
+		p.seen = t
 		c.addPeer(p)
 		if s := r.Since.UnixNano(); at-s >= int64(c.cfg.tune) {
 			c.rates(p, r, Counters{}, s)

@@ -23,7 +23,8 @@
 //     most WithRecordBytes (64 KiB) each, whatever the number of entries;
 //   - a chain of deltas D_0, D_1, ... since that snapshot, each holding
 //     only the entries that changed at one commit (cumulative values, not
-//     increments), and entries dropped (a deleted budget);
+//     increments), and entries dropped (a deleted budget, or counters
+//     of an ended period that the owner forgets, see below);
 //   - a heartbeat H: written when nothing changed but the offset moved,
 //     or when the source wrote nothing for WithHeartbeat (1 s); it vouches
 //     that the entries are unchanged as of its instant.
@@ -62,7 +63,13 @@
 // and at the commits of a sync for each idle one whose heartbeat is Due (it
 // sets WithHeartbeat to half the sync interval, so that an idle source
 // writes one heartbeat per sync interval). A source without a ledger
-// starts from zero; its first Records writes a snapshot.
+// starts from zero; its first Records writes a snapshot. Every ten sync
+// intervals, at a sync, it also drops the budgets flow.Source.Forgettable
+// names among the ledger's entries (Ledger.Counted): period budgets whose
+// counters are of a period that ended, with no lane open on the source.
+// So a ledger, and every View, holds the pairs that count in the current
+// period (and those of window, reward and delay budgets), not every pair
+// that ever counted.
 //
 // # The View
 //
@@ -105,8 +112,9 @@
 // B budgets, P sources (input and reward partitions), W workers, E
 // events/s, c commits/s per worker, a the (budget, source) pairs that
 // change per commit on a source, N the (budget, source) pairs that count
-// something (N <= B x P; with mostly idle budgets N is close to the
-// active pairs), k the snapshot factor (2), h the heartbeat interval
+// something (N <= B x P; the pairs of window, reward and delay budgets
+// that ever counted, and those of period budgets that counted in the
+// current period or the last one), k the snapshot factor (2), h the heartbeat interval
 // (1 s), e the bytes of an entry (about 20 + the budget name: 35-40 B
 // for "campaign/000123"), S_s = e x n_s the snapshot of a source with n_s
 // entries.

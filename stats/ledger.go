@@ -183,6 +183,18 @@ func (l *Ledger) Report(budget string) (flow.Report, bool) {
 	return b.report(budget, l.source, l.lastAt), true
 }
 
+// Counted appends to dst the budget and period of every committed entry
+// (in no particular order) and returns the extended slice: what
+// flow.Source.Forgettable chooses from.
+func (l *Ledger) Counted(dst []flow.Counted) []flow.Counted {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, b := range l.budgets {
+		dst = append(dst, flow.Counted{Budget: name, Period: b.period})
+	}
+	return dst
+}
+
 // Variants returns the committed variant counts of every experiment,
 // sorted by layer and experiment.
 func (l *Ledger) Variants() []VariantCounts {
