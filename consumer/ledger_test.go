@@ -116,7 +116,11 @@ func TestLedgerForgetsEndedPeriods(t *testing.T) {
 		t.Fatalf("cap counted on %d sources, want several", n)
 	}
 
-	clock.Jump(time.Minute) // cap's period ended 40 s ago
+	// To the next period's fifth second: cap's counters are of a period
+	// that ended 5 s ago or more, and the steps below have most of a
+	// period before the next one ends.
+	now := clock.Now()
+	clock.Jump(now.Truncate(time.Minute).Add(time.Minute + 5*time.Second).Sub(now))
 	testwait.Eventually(t, "the counters of cap's ended period to be forgotten", func() bool {
 		_, ok := view.Totals("cap")
 		return !ok

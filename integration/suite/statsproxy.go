@@ -28,6 +28,7 @@ type StatsSample struct {
 	Truth     float64     // passes of every open source of every worker
 	Estimates []float64   // each worker's ClusterPassed (NaN: no lane yet)
 	EstAt     []time.Time // the instants of those estimates (their snapshots')
+	Lanes     []int       // each worker's open lanes of the budget
 }
 
 func RunStatsExchangeTrouble(t *testing.T, k BrokerKind) {
@@ -114,11 +115,14 @@ http: {listen: "127.0.0.1:0"}
 				s := StatsSample{At: now}
 				for _, tr := range trees {
 					reports = tr.Reports(now, reports[:0])
+					lanes := 0
 					for _, r := range reports {
 						if r.Budget == "campaign" {
 							s.Truth += float64(r.Total.Passed)
+							lanes++
 						}
 					}
+					s.Lanes = append(s.Lanes, lanes)
 					var snap flow.Snapshot
 					snap.ClusterPassed = math.NaN()
 					if c := tr.Controller("campaign"); c != nil { // once a partition opened its lane
@@ -197,29 +201,40 @@ http: {listen: "127.0.0.1:0"}
 	// workerErrors is, by worker, the largest |estimate - truth| over the
 	// samples in [from, to), each estimate against the truth at its own
 	// instant: a snapshot is the tuner's latest, and under load the
-	// tuner's visits come late, which is no error of the estimate. ages
-	// is, by worker, the oldest of those snapshots at its sample's instant.
-	workerErrors := func(from, to time.Time) (errs []float64, ages []time.Duration) {
-		errs, ages = make([]float64, len(trees)), make([]time.Duration, len(trees))
+	// tuner's visits come late, which is no error of the estimate. signed
+	// is that error's estimate - truth, ages the oldest of those
+	// snapshots at its sample's instant, lanes the fewest and the most
+	// open lanes of the budget (by all workers) over the samples.
+	type estErrors struct {
+		abs, signed []float64
+		ages        []time.Duration
+		lanes       [2]int
+	}
+	workerErrors := func(from, to time.Time) estErrors {
+		e := estErrors{abs: make([]float64, len(trees)), signed: make([]float64, len(trees)), ages: make([]time.Duration, len(trees)), lanes: [2]int{math.MaxInt, 0}}
 		for _, s := range samples {
 			if s.At.Before(from) || !s.At.Before(to) {
 				continue
 			}
-			for i, e := range s.Estimates {
-				if math.IsNaN(e) {
+			open := 0
+			for _, n := range s.Lanes {
+				open += n
+			}
+			e.lanes = [2]int{min(e.lanes[0], open), max(e.lanes[1], open)}
+			for i, est := range s.Estimates {
+				if math.IsNaN(est) {
 					continue // no lane opened yet
 				}
-				if truth, ok := truthThen(s.EstAt[i]); ok {
-					errs[i] = max(errs[i], math.Abs(e-truth))
+				if truth, ok := truthThen(s.EstAt[i]); ok && math.Abs(est-truth) >= e.abs[i] {
+					e.abs[i], e.signed[i] = math.Abs(est-truth), est-truth
 				}
-				ages[i] = max(ages[i], s.At.Sub(s.EstAt[i]))
+				e.ages[i] = max(e.ages[i], s.At.Sub(s.EstAt[i]))
 			}
 		}
-		return errs, ages
+		return e
 	}
 	worstError := func(from, to time.Time) float64 {
-		e, _ := workerErrors(from, to)
-		return slices.Max(e)
+		return slices.Max(workerErrors(from, to).abs)
 	}
 	// The error band of healthy operation: the 5 s before the first
 	// trouble, once the window has run 2 s.
@@ -248,14 +263,14 @@ http: {listen: "127.0.0.1:0"}
 			tr.name, tr.to-tr.from, passed, s1.At.Sub(s0.At).Round(time.Millisecond), want, passed/want, during, tol, back.Round(10*time.Millisecond))
 		var trail []string
 		for d := time.Duration(0); d < 4*time.Second; d += 500 * time.Millisecond {
-			e, ages := workerErrors(to.Add(d), to.Add(d+500*time.Millisecond))
+			e := workerErrors(to.Add(d), to.Add(d+500*time.Millisecond))
 			var each []string
-			for i := range e {
-				each = append(each, fmt.Sprintf("%.0f/%v", e[i], ages[i].Round(10*time.Millisecond)))
+			for i := range e.signed {
+				each = append(each, fmt.Sprintf("%+.0f/%v", e.signed[i], e.ages[i].Round(10*time.Millisecond)))
 			}
-			trail = append(trail, fmt.Sprintf("+%.1fs %s", d.Seconds(), strings.Join(each, " ")))
+			trail = append(trail, fmt.Sprintf("+%.1fs %s lanes %d-%d", d.Seconds(), strings.Join(each, " "), e.lanes[0], e.lanes[1]))
 		}
-		t.Logf("%s: each worker's worst estimate error after the restore and its oldest snapshot, per half second: %v", tr.name, trail)
+		t.Logf("%s: each worker's worst estimate error (estimate - truth) after the restore and its oldest snapshot, per half second, and the open lanes of all workers: %v", tr.name, trail)
 		if passed > 1.1*want {
 			t.Errorf("%s: %.0f passes while the stats exchange was down, over 1.1× the ideal %.0f", tr.name, passed, want)
 		}
