@@ -114,8 +114,8 @@
 // change per commit on a source, N the (budget, source) pairs that count
 // something (N <= B x P; the pairs of window, reward and delay budgets
 // that ever counted, and those of period budgets that counted in the
-// current period or the last one), k the snapshot factor (2), h the heartbeat interval
-// (1 s), e the bytes of an entry (about 20 + the budget name: 35-40 B
+// current period or the last one), k the snapshot factor (2), h the
+// heartbeat interval (1 s), e the bytes of an entry (about 20 + the budget name: 35-40 B
 // for "campaign/000123"), S_s = e x n_s the snapshot of a source with n_s
 // entries.
 //
