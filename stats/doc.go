@@ -115,9 +115,9 @@
 // something (N <= B x P; the pairs of window, reward and delay budgets
 // that ever counted, and those of period budgets that counted in the
 // current period or the last one), k the snapshot factor (2), h the
-// heartbeat interval (1 s), e the bytes of an entry (about 20 + the budget name: 35-40 B
-// for "campaign/000123"), S_s = e x n_s the snapshot of a source with n_s
-// entries.
+// heartbeat interval (1 s), e the bytes of an entry (about 20 + the
+// budget name: 35-40 B for "campaign/000123"), S_s = e x n_s the snapshot
+// of a source with n_s entries.
 //
 //   - Stats topic, bytes/s: the deltas, sum over commits and touched
 //     sources of (about 35 + a x e), times at most (1 + 1/k) for the
