@@ -153,9 +153,7 @@
 // before it, and takes the exchange's lateness the node's other
 // controllers learnt. Tune and Sync visit only the controllers with
 // traffic since their last visit, or due (IdleRetune, a period's end),
-// Tune leaves those of budgets far from their targets to Sync, and a
-// light budget's visits wait for a score of its events or a few sync
-// intervals (its rest), so that a round costs what is active;
+// and Tune leaves those of budgets far from their targets to Sync;
 // sources list the lanes whose counters changed (Source.Changed) for
 // publication.
 //

@@ -69,10 +69,7 @@ type Tree struct {
 	lastRound int64
 	visitBuf  []*Controller
 	spare     []*Controller
-	// syncEx is the exchange the last Sync read: the visits it held back
-	// (Tree.hold) read their peers from it when they come
-	syncEx Exchange
-	reps   []Report
+	reps      []Report
 }
 
 type exchangeRef struct{ ex Exchange }
@@ -388,7 +385,6 @@ func (t *Tree) SetShare(f float64) {
 		changed := c.share != f
 		if changed {
 			c.share, c.rewarm, c.forced = f, true, true
-			c.rest.Store(0)
 		}
 		c.mu.Unlock()
 		if changed {
