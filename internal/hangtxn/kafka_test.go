@@ -7,126 +7,194 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
 )
 
 const (
-	topic  = "t"
-	txnID  = "hangtxn-test"
-	rounds = 25
-	batch  = 100
+	topic      = "t"
+	partitions = 3
+	txnID      = "hangtxn-test"
+	batch      = 99
 )
 
 // TestKafkaLeavesACommitOpen makes Apache Kafka leave a committed
-// transaction open on a partition and completes it. Each round commits a
-// transaction and SIGKILLs the broker as soon as the commit is
-// acknowledged; the restarted coordinator reloads the PREPARE_COMMIT,
-// sends its markers before its metadata names the partition's leader,
-// drops them ("likely deleted") and logs the transaction complete. That
-// happens in a quarter to a half of the rounds here (Kafka 4.3.1 and
-// 4.4.0); the test runs rounds until it does, and fails if it never does
-// in 25 (the reproduction no longer reproduces: a Kafka that fixed it).
-// Find must report the partition, Decide find the commit, Complete write
+// transaction open on a partition, and completes it. On a cluster of three
+// nodes, the topic's partitions have one replica each, on a node other
+// than the transaction's coordinator. A transaction writes to every
+// partition; that node is stopped gracefully, which leaves the partitions
+// without a leader; then the transaction commits. The coordinator, whose
+// metadata names no leader for them, skips their markers ("likely
+// deleted") and logs the transaction complete, as a coordinator reloading
+// a PREPARE_COMMIT on a restarting cluster does. Once the node is back,
+// Find must report each partition, Decide find the commit, Complete write
 // its marker, and every record committed must then be read, once.
 func TestKafkaLeavesACommitOpen(t *testing.T) {
 	if testing.Short() {
-		t.Skip("restarts Apache Kafka up to 25 times")
+		t.Skip("runs a three-node Apache Kafka cluster")
 	}
-	b := kafkabroker.Start(t, kafkabroker.TransactionVersion(2))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b := kafkabroker.Start(t, kafkabroker.Nodes(3), kafkabroker.TransactionVersion(2))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	addr := b.Addr()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	seeds := kafkabroker.Seeds(b.Addr())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
+	adm := kadm.NewClient(cl)
+
+	coord := coordinator(ctx, t, adm)
+	data := coord%3 + 1 // the node that holds the topic
+	createOn(ctx, t, cl, data)
 
 	// An open transaction its coordinator has is not a hang.
-	open := transactional(ctx, t, addr)
-	if err := open.BeginTransaction(); err != nil {
+	tx, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID),
+		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := open.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+	defer tx.Close()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range batch {
+		tx.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}, nil)
+	}
+	if err := tx.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if hangs, err := Find(ctx, cl, Scope{topic: nil}); err != nil || len(hangs) != 0 {
 		t.Fatalf("an ongoing transaction: %v, %v; want no hang", hangs, err)
 	}
-	if err := open.EndTransaction(ctx, kgo.TryAbort); err != nil {
+
+	if err := b.StopNode(int(data) - 1); err != nil {
 		t.Fatal(err)
 	}
-	open.Close()
+	leaderless(ctx, t, cl, coord)
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	completed(ctx, t, adm)
+	if err := b.RestartNode(int(data) - 1); err != nil {
+		t.Fatal(err)
+	}
 
-	committed := 0
-	for round := range rounds {
-		commit(ctx, t, addr, batch)
-		committed += batch
-		b.Kill()
-		if err := b.Restart(); err != nil {
-			t.Fatal(err)
+	hangs := settled(ctx, t, cl)
+	if len(hangs) != partitions {
+		t.Fatalf("hangs %v: want one on each of the %d partitions", hangs, partitions)
+	}
+	if err := Decide(ctx, cl, []kgo.Opt{kgo.SeedBrokers(seeds...)}, hangs); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hangs {
+		t.Log(h)
+		if !h.Known || !h.Commit || h.TxnID != txnID {
+			t.Fatalf("%v: want the coordinator's commit found", h)
 		}
-		hangs := settled(ctx, t, cl)
-		if len(hangs) == 0 {
-			t.Logf("round %d: Kafka wrote every marker", round)
-			continue
+	}
+	done, err := Complete(ctx, cl, hangs)
+	if err != nil || len(done) != len(hangs) {
+		t.Fatalf("complete: %d of %d, %v", len(done), len(hangs), err)
+	}
+	if hangs := settled(ctx, t, cl); len(hangs) != 0 {
+		t.Fatalf("after the markers: %v", hangs)
+	}
+	if got, err := kafkabroker.CountCommitted(ctx, b.Addr(), topic, partitions); err != nil || got != batch {
+		t.Fatalf("read %d committed records (%v), committed %d", got, err, batch)
+	}
+}
+
+// poll calls f every 200 ms until it returns true; once ctx ends, it
+// fails the test with what() (what f last saw).
+func poll(ctx context.Context, t *testing.T, what func() string, f func() bool) {
+	t.Helper()
+	for !f() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what(), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
 		}
-		if err := Decide(ctx, cl, []kgo.Opt{kgo.SeedBrokers(addr)}, hangs); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// coordinator returns the node coordinating txnID, once the cluster has
+// made its transaction state topic.
+func coordinator(ctx context.Context, t *testing.T, adm *kadm.Client) int32 {
+	t.Helper()
+	var r kadm.FindCoordinatorResponse
+	poll(ctx, t, func() string { return fmt.Sprintf("the coordinator of %s: %v", txnID, r.Err) }, func() bool {
+		r = adm.FindTxnCoordinators(ctx, txnID)[txnID]
+		return r.Err == nil
+	})
+	return r.NodeID
+}
+
+// createOn creates the topic with its partitions' single replica on node.
+func createOn(ctx context.Context, t *testing.T, cl *kgo.Client, node int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p := range int32(partitions) {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = p, []int32{node}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30_000
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("creating %s on node %d: %v", topic, node, err)
+	}
+	poll(ctx, t, func() string { return "the topic's leaders" }, func() bool { return answered(ctx, cl) })
+}
+
+// leaderless waits until node's metadata names no leader for any of the
+// topic's partitions: the state in which its coordinator skips markers.
+func leaderless(ctx context.Context, t *testing.T, cl *kgo.Client, node int32) {
+	t.Helper()
+	var leaders []int32
+	poll(ctx, t, func() string { return fmt.Sprintf("node %d's leaders of %s: %v", node, topic, leaders) }, func() bool {
+		req := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, mt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != partitions {
+			return false
 		}
-		for _, h := range hangs {
-			t.Logf("round %d: %v", round, h)
-			if !h.Known || !h.Commit || h.TxnID != txnID {
-				t.Fatalf("%v: want the coordinator's commit found", h)
+		leaders = leaders[:0]
+		for _, p := range resp.Topics[0].Partitions {
+			leaders = append(leaders, p.Leader)
+		}
+		for _, l := range leaders {
+			if l != -1 {
+				return false
 			}
 		}
-		done, err := Complete(ctx, cl, hangs)
-		if err != nil || len(done) != len(hangs) {
-			t.Fatalf("complete: %d of %d, %v", len(done), len(hangs), err)
-		}
-		if hangs := settled(ctx, t, cl); len(hangs) != 0 {
-			t.Fatalf("after the markers: %v", hangs)
-		}
-		if got, err := kafkabroker.CountCommitted(ctx, addr, topic, 3); err != nil || got != committed {
-			t.Fatalf("read %d committed records (%v), committed %d", got, err, committed)
-		}
-		return
-	}
-	t.Fatalf("Apache Kafka %s wrote every marker in %d rounds: the reproduction no longer reproduces", kafkabroker.Version(), rounds)
+		return true
+	})
 }
 
-func transactional(ctx context.Context, t *testing.T, addr string) *kgo.Client {
+// completed waits until the coordinator calls the transaction committed.
+func completed(ctx context.Context, t *testing.T, adm *kadm.Client) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
-}
-
-// commit writes n records in one committed transaction, and returns as
-// soon as the commit is acknowledged (its markers may not be written).
-func commit(ctx context.Context, t *testing.T, addr string, n int) {
-	t.Helper()
-	cl := transactional(ctx, t, addr)
-	defer cl.Close()
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		cl.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}, nil)
-	}
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	var d kadm.DescribedTransaction
+	poll(ctx, t, func() string { return fmt.Sprintf("%s: state %q, %v", txnID, d.State, d.Err) }, func() bool {
+		ds, err := adm.DescribeTransactions(ctx, txnID)
+		if err != nil {
+			return false
+		}
+		d = ds[txnID]
+		return d.Err == nil && d.State == "CompleteCommit"
+	})
 }
 
 // settled returns the hangs Find reports once every partition answers
@@ -154,5 +222,5 @@ func settled(ctx context.Context, t *testing.T, cl *kgo.Client) []Hang {
 // answered reports whether every partition of the topic has a leader.
 func answered(ctx context.Context, cl *kgo.Client) bool {
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	return err == nil && ends.Error() == nil && len(ends[topic]) == 3
+	return err == nil && ends.Error() == nil && len(ends[topic]) == partitions
 }
