@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
+	"github.com/throttler/throttler/pipeline"
+	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -276,7 +278,46 @@ func (g *CrashGroup) CheckOutputs(ctx context.Context, t *testing.T, addr string
 	t.Logf("exactly-once: passes in the stats topic %d, in the ledgers %d, in the output topics %d", inStats, inLedgers, tl.Passes)
 	if inStats != uint64(tl.Passes) || inLedgers != uint64(tl.Passes) {
 		t.Errorf("exactly-once: counted passes (stats %d, ledgers %d) differ from the %d passes in the output topics", inStats, inLedgers, tl.Passes)
+		opts := []kgo.Opt{kgo.SeedBrokers(kafkabroker.Seeds(addr)...)}
+		ledgers := LoadLedgers(ctx, t, opts, g.Name+".stats", g.Input, int32(run.Partitions))
+		out := PassesBySource(inputs, outs, "id", "campaign")
+		ends := map[int32]int64{}
+		for _, r := range inputs {
+			ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+		}
+		for p := range int32(run.Partitions) {
+			src := stats.SourceName(g.Input, p)
+			st := ledgers[src]
+			var counted uint64
+			if r, ok := st.Report("campaign"); ok {
+				counted = r.Total.Passed
+			}
+			if counted != uint64(out[p]) {
+				t.Logf("exactly-once: source %s: ledger %d passes (sequence %d, next offset %d of %d, at %s, problems %v), outputs %d",
+					src, counted, st.Seq, st.Offset, ends[p], st.At.Format("15:04:05.000"), st.Problems, out[p])
+			}
+		}
 	}
+}
+
+// PassesBySource counts the passes of budget in the outputs by the input
+// partition of their event (matched by the JSON field idPath).
+func PassesBySource(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, budget string) map[int32]int {
+	part := make(map[string]int32, len(inputs))
+	for _, r := range inputs {
+		part[JsonField(r.Value, idPath)] = r.Partition
+	}
+	n := map[int32]int{}
+	for _, rs := range outputs {
+		for _, r := range rs {
+			d, _ := pipeline.HeaderValue(r, pipeline.HeaderDecision)
+			b, _ := pipeline.HeaderValue(r, pipeline.HeaderBudget)
+			if p, ok := part[JsonField(r.Value, idPath)]; ok && d == pipeline.DecisionPass && b == budget {
+				n[p]++
+			}
+		}
+	}
+	return n
 }
 
 // Admin returns an admin client of the broker at addr.
