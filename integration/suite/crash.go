@@ -293,11 +293,27 @@ func (g *CrashGroup) CheckOutputs(ctx context.Context, t *testing.T, addr string
 				counted = r.Total.Passed
 			}
 			if counted != uint64(out[p]) {
-				t.Logf("exactly-once: source %s: ledger %d passes (sequence %d, next offset %d of %d, at %s, problems %v), outputs %d",
-					src, counted, st.Seq, st.Offset, ends[p], st.At.Format("15:04:05.000"), st.Problems, out[p])
+				t.Logf("exactly-once: source %s: ledger %d passes (sequence %d, next offset %d of %d, at %s, problems %v), outputs %d; its owners started from:\n%s",
+					src, counted, st.Seq, st.Offset, ends[p], st.At.Format("15:04:05.000"), st.Problems, out[p], g.restores(src))
 			}
 		}
 	}
+}
+
+// restores returns the lines in which the group's workers logged the
+// ledger they started source from, each after its worker's name.
+func (g *CrashGroup) restores(source string) string {
+	var b strings.Builder
+	for _, p := range g.Procs {
+		p.Err.Mu.Lock()
+		for _, l := range p.Err.All {
+			if strings.Contains(l, "partition started from its ledger") && strings.Contains(l, `"source":"`+source+`"`) {
+				fmt.Fprintf(&b, "\t%s: %s\n", p.Name, l)
+			}
+		}
+		p.Err.Mu.Unlock()
+	}
+	return b.String()
 }
 
 // PassesBySource counts the passes of budget in the outputs by the input
