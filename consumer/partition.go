@@ -149,7 +149,7 @@ func (p *partition) start() int {
 		return startStopped
 	}
 	p.led = led
-	p.logRestore("partition started from its ledger", st)
+	p.logRestore(st)
 	p.drops.restored(p.w, st)
 	p.part = pipeline.NewPartition(p.topic, p.id, p.load.parts[p.topic])
 	p.part.SetContext(p.ctx)
@@ -180,7 +180,7 @@ func (p *partition) start() int {
 // logRestore logs, at info level, the committed ledger the partition
 // counts from: its input offset, its sequence and the passes of its
 // budgets, which a new owner continues from.
-func (p *partition) logRestore(msg string, st stats.LedgerState) {
+func (p *partition) logRestore(st stats.LedgerState) {
 	e := p.w.log.Info()
 	if !e.Enabled() {
 		return
@@ -190,7 +190,7 @@ func (p *partition) logRestore(msg string, st stats.LedgerState) {
 		passed += r.Total.Passed
 	}
 	e.Str("source", p.source).Int64("offset", st.Offset).Uint64("seq", st.Seq).
-		Int("budgets", len(st.Reports)).Uint64("passed", passed).Msg(msg)
+		Int("budgets", len(st.Reports)).Uint64("passed", passed).Msg("partition started from its ledger")
 }
 
 // open (re)opens the partition's flow source from its committed ledger.

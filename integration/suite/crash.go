@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
-	"github.com/throttler/throttler/pipeline"
 	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -326,9 +325,7 @@ func PassesBySource(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPa
 	n := map[int32]int{}
 	for _, rs := range outputs {
 		for _, r := range rs {
-			d, _ := pipeline.HeaderValue(r, pipeline.HeaderDecision)
-			b, _ := pipeline.HeaderValue(r, pipeline.HeaderBudget)
-			if p, ok := part[JsonField(r.Value, idPath)]; ok && d == pipeline.DecisionPass && b == budget {
+			if p, ok := part[JsonField(r.Value, idPath)]; ok && passOf(r, budget) {
 				n[p]++
 			}
 		}

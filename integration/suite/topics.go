@@ -252,9 +252,7 @@ func Account(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, bud
 			if n > 0 {
 				tl.Duplicates++
 			}
-			d, _ := pipeline.HeaderValue(r, pipeline.HeaderDecision)
-			b, _ := pipeline.HeaderValue(r, pipeline.HeaderBudget)
-			if d == pipeline.DecisionPass && b == budget {
+			if passOf(r, budget) {
 				tl.Passes++
 			}
 		}
@@ -265,6 +263,14 @@ func Account(inputs []*kgo.Record, outputs map[string][]*kgo.Record, idPath, bud
 		}
 	}
 	return tl
+}
+
+// passOf reports whether output record r is a pass of budget (its
+// decision and budget headers).
+func passOf(r *kgo.Record, budget string) bool {
+	d, _ := pipeline.HeaderValue(r, pipeline.HeaderDecision)
+	b, _ := pipeline.HeaderValue(r, pipeline.HeaderBudget)
+	return d == pipeline.DecisionPass && b == budget
 }
 
 func (tl Tally) String() string {

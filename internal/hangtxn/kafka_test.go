@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/throttler/throttler/internal/testsupport/kafkabroker"
+	"github.com/throttler/throttler/internal/testsupport/testwait"
 )
 
 const (
@@ -108,16 +109,12 @@ func TestKafkaLeavesACommitOpen(t *testing.T) {
 	}
 }
 
-// poll calls f every 200 ms until it returns true; once ctx ends, it
-// fails the test with what() (what f last saw).
-func poll(ctx context.Context, t *testing.T, what func() string, f func() bool) {
+// waitFor polls cond (testwait.Poll) for up to two minutes, and then
+// fails the test with what() (what cond last saw).
+func waitFor(t *testing.T, what func() string, cond func() bool) {
 	t.Helper()
-	for !f() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what(), ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if !testwait.Poll(2*time.Minute, 200*time.Millisecond, cond) {
+		t.Fatalf("gave up after 2m waiting for %s", what())
 	}
 }
 
@@ -126,7 +123,7 @@ func poll(ctx context.Context, t *testing.T, what func() string, f func() bool) 
 func coordinator(ctx context.Context, t *testing.T, adm *kadm.Client) int32 {
 	t.Helper()
 	var r kadm.FindCoordinatorResponse
-	poll(ctx, t, func() string { return fmt.Sprintf("the coordinator of %s: %v", txnID, r.Err) }, func() bool {
+	waitFor(t, func() string { return fmt.Sprintf("the coordinator of %s: %v", txnID, r.Err) }, func() bool {
 		r = adm.FindTxnCoordinators(ctx, txnID)[txnID]
 		return r.Err == nil
 	})
@@ -153,7 +150,7 @@ func createOn(ctx context.Context, t *testing.T, cl *kgo.Client, node int32) {
 	if err != nil {
 		t.Fatalf("creating %s on node %d: %v", topic, node, err)
 	}
-	poll(ctx, t, func() string { return "the topic's leaders" }, func() bool { return answered(ctx, cl) })
+	waitFor(t, func() string { return "the topic's leaders" }, func() bool { return answered(ctx, cl) })
 }
 
 // leaderless waits until node's metadata names no leader for any of the
@@ -161,7 +158,7 @@ func createOn(ctx context.Context, t *testing.T, cl *kgo.Client, node int32) {
 func leaderless(ctx context.Context, t *testing.T, cl *kgo.Client, node int32) {
 	t.Helper()
 	var leaders []int32
-	poll(ctx, t, func() string { return fmt.Sprintf("node %d's leaders of %s: %v", node, topic, leaders) }, func() bool {
+	waitFor(t, func() string { return fmt.Sprintf("node %d's leaders of %s: %v", node, topic, leaders) }, func() bool {
 		req := kmsg.NewPtrMetadataRequest()
 		mt := kmsg.NewMetadataRequestTopic()
 		mt.Topic = kmsg.StringPtr(topic)
@@ -187,7 +184,7 @@ func leaderless(ctx context.Context, t *testing.T, cl *kgo.Client, node int32) {
 func completed(ctx context.Context, t *testing.T, adm *kadm.Client) {
 	t.Helper()
 	var d kadm.DescribedTransaction
-	poll(ctx, t, func() string { return fmt.Sprintf("%s: state %q, %v", txnID, d.State, d.Err) }, func() bool {
+	waitFor(t, func() string { return fmt.Sprintf("%s: state %q, %v", txnID, d.State, d.Err) }, func() bool {
 		ds, err := adm.DescribeTransactions(ctx, txnID)
 		if err != nil {
 			return false
