@@ -9,14 +9,13 @@ import (
 )
 
 // TestHostileKfake runs the suite on `throttler broker` (kfake) as a
-// process. Compaction is off: kfake compacts records of open transactions
-// (docs/kafka-notes.md), and the suite reads the stats topic whole.
+// process, which compacts nothing (docs/kafka-notes.md).
 func TestHostileKfake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-minute run across processes")
 	}
 	t.Parallel() // independent of the other long runs: its own broker
-	_, addr := StartBroker(t, HostileParts, "--compaction-interval", "1h")
+	_, addr := StartBroker(t, HostileParts)
 	RunHostileSuite(t, []string{addr})
 }
 

@@ -65,7 +65,7 @@ func TestDispatchUsageErrors(t *testing.T) {
 		{args: []string{"loadgen", "--budgets", "a", "--count", "-5"}, code: 2, stderr: "--count"},
 		{args: []string{"broker", "--partitions", "0"}, code: 2, stderr: "flag --partitions"},
 		{args: []string{"broker", "--addr", "nope"}, code: 2, stderr: "flag --addr"},
-		{args: []string{"broker", "--compaction-interval", "0s"}, code: 2, stderr: "flag --compaction-interval"},
+		{args: []string{"broker", "--compaction-interval", "-1s"}, code: 2, stderr: "flag --compaction-interval"},
 		{args: []string{"broker", "--log-level", "loud"}, code: 2, stderr: "flag --log-level"},
 		{args: []string{"broker", "--log-format", "xml"}, code: 2, stderr: "flag --log-format"},
 		{args: []string{"broker", "stray"}, code: 2, stderr: `unexpected argument "stray"`},

@@ -27,11 +27,7 @@ func RunCapsZipfKillWorker(t *testing.T, k BrokerKind) {
 		count  = 5
 		period = 10 * time.Second
 	)
-	// Compaction off: kfake compacts records of open transactions, so a
-	// committed changelog record overwritten by a transaction that later
-	// aborts (the killed worker's) would be lost (docs/kafka-notes.md).
-	// Kafka's cleaner stops at the first open transaction.
-	brk := SharedCluster(t, k, 12, "--compaction-interval", "1h")
+	brk := SharedCluster(t, k, 12)
 	addr, name := brk.Addr, brk.Name
 	cfg := WriteFile(t, "worker.yaml", fmt.Sprintf(`brokers: [%s]
 group: %s

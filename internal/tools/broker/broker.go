@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -31,6 +32,9 @@ type Broker struct {
 	cluster    *kfake.Cluster
 	addrs      []string
 	clientOpts []kgo.Opt
+	own        *kgo.Client // the compactor's
+	compactor  *compactor
+	compacting chan struct{} // closed once the compactor stopped
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -91,7 +95,8 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 		kfake.ListenFn(listen),
 		kfake.DefaultNumPartitions(int(c.partitions)),
 		kfake.BrokerConfigs(map[string]string{
-			"log.cleaner.backoff.ms": strconv.FormatInt(c.compaction.Milliseconds(), 10),
+			// The broker compacts itself (compaction.go).
+			"log.cleaner.backoff.ms": strconv.FormatInt(cleanerOff, 10),
 		}),
 		kfake.WithLogger(kfakeLogger{c.log}),
 	}
@@ -110,10 +115,21 @@ func Start(ctx context.Context, opts ...Opt) (*Broker, error) {
 		return nil, fmt.Errorf("broker: start kfake: %w", err)
 	}
 	guardFetches(cluster)
-	b := &Broker{cluster: cluster, addrs: []string{advertised.String()}, done: make(chan struct{})}
+	b := &Broker{cluster: cluster, addrs: []string{advertised.String()}, done: make(chan struct{}), compacting: make(chan struct{})}
 	b.clientOpts = append([]kgo.Opt{kgo.SeedBrokers(b.addrs...)}, sec.client...)
+	own, err := kgo.NewClient(b.clientOpts...)
+	if err != nil {
+		cluster.Close()
+		return nil, fmt.Errorf("broker: own client: %w", err)
+	}
+	b.own = own
 	runCtx, stop := context.WithCancel(ctx)
 	b.stop = stop
+	b.compactor = newCompactor(cluster, kadm.NewClient(own), c.log, runCtx.Done())
+	go func() {
+		defer close(b.compacting)
+		b.compactor.run(runCtx, c.compaction)
+	}()
 	go func() {
 		<-runCtx.Done()
 		b.shutdown()
@@ -135,8 +151,8 @@ func (c *cfg) validate() error {
 	if c.partitions < 1 {
 		return fmt.Errorf("%w: partitions must be at least 1, got %d", ErrOptions, c.partitions)
 	}
-	if c.compaction < time.Millisecond {
-		return fmt.Errorf("%w: compaction interval must be at least 1ms, got %v", ErrOptions, c.compaction)
+	if c.compaction != 0 && c.compaction < time.Millisecond {
+		return fmt.Errorf("%w: compaction interval must be 0 (never) or at least 1ms, got %v", ErrOptions, c.compaction)
 	}
 	return nil
 }
@@ -188,9 +204,15 @@ func (b *Broker) Addr() string { return b.addrs[0] }
 // Addrs returns the seed addresses of the cluster, for kgo.SeedBrokers.
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 
-// Cluster returns the kfake cluster, for tests that drive it directly
-// (for example Compact).
+// Cluster returns the kfake cluster, for tests that drive it directly.
+// Compact through Broker.Compact: kfake's own compacts past open
+// transactions (compaction.go).
 func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
+
+// Compact compacts the compacted topics and applies retention now, once
+// no compacted topic holds an open transaction; it waits for that until
+// ctx ends.
+func (b *Broker) Compact(ctx context.Context) error { return b.compactor.compact(ctx) }
 
 // Done is closed once the broker has stopped.
 func (b *Broker) Done() <-chan struct{} { return b.done }
@@ -205,7 +227,10 @@ func (b *Broker) Close() error {
 
 func (b *Broker) shutdown() {
 	b.closeOnce.Do(func() {
+		<-b.compacting
+		b.compactor.stop()
 		b.cluster.Close()
+		b.own.Close()
 		close(b.done)
 	})
 }

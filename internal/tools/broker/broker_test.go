@@ -147,7 +147,7 @@ func TestOptionErrors(t *testing.T) {
 	for _, opts := range [][]Opt{
 		{Addr("nonsense")},
 		{Addr("127.0.0.1:0"), Partitions(0)},
-		{Addr("127.0.0.1:0"), CompactionInterval(0)},
+		{Addr("127.0.0.1:0"), CompactionInterval(-time.Second)},
 		{Addr("127.0.0.1:0"), Advertise("host:99999")},
 		{Addr("127.0.0.1:0"), Advertise(":9092")},
 	} {

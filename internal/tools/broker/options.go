@@ -10,7 +10,7 @@ import (
 const (
 	DefaultAddr               = "127.0.0.1:9092"
 	DefaultPartitions         = 12
-	DefaultCompactionInterval = 5 * time.Second
+	DefaultCompactionInterval = time.Duration(0) // never: see compaction.go
 )
 
 // Opt configures Start.
@@ -71,9 +71,11 @@ func SeedTopics(topics ...string) Opt {
 }
 
 // CompactionInterval sets how often the broker compacts topics with
-// cleanup.policy=compact and applies retention settings (Kafka's
-// log.cleaner.backoff.ms), overriding DefaultCompactionInterval (5s).
-// kfake never compacts the newest batch of a partition.
+// cleanup.policy=compact, at a moment when none holds an open transaction;
+// 0, DefaultCompactionInterval, never (Broker.Compact compacts on
+// request). kfake never compacts the newest batch of a partition, and its
+// compaction can hide the committed records that transactional producers
+// write after it (compaction.go).
 func CompactionInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.compaction = d }) }
 
 // Logger receives the broker's logs: kfake's errors and warnings at those

@@ -81,7 +81,7 @@ func runRow(ctx context.Context, c *Config, b int) (Row, error) {
 func (r *run) startBroker(ctx context.Context) error {
 	p, err := startProc(r.dir, "broker", r.c.Binary, "broker", "--addr", "127.0.0.1:0",
 		"--data-dir", filepath.Join(r.dir, "broker-data"), "--partitions", strconv.Itoa(int(r.c.Partitions)),
-		"--seed-topics", inputTopic, "--compaction-interval", "24h", "--log-level", "info")
+		"--seed-topics", inputTopic, "--log-level", "info")
 	if err != nil {
 		return err
 	}
