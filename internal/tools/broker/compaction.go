@@ -70,10 +70,9 @@ type compactor struct {
 	log  zerolog.Logger
 	quit <-chan struct{} // closed when the broker stops
 
-	mu      sync.Mutex // serialises the compactions
-	stopped bool       // under mu: the cluster is closing
-	gate    sync.Mutex
-	held    chan struct{} // closed when the gate opens; nil while it is open
+	mu   sync.Mutex // serialises the compactions
+	gate sync.Mutex
+	held chan struct{} // closed when the gate opens; nil while it is open
 }
 
 // newCompactor installs the gate on c's produce requests. quit closes
@@ -113,13 +112,12 @@ func (g *compactor) lift() {
 	g.gate.Unlock()
 }
 
-// stop waits for a compaction in progress and makes later ones fail:
-// kfake's admin calls, which compactions make, block once the cluster is
-// closed.
+// stop waits for a compaction in progress; later ones fail, quit being
+// closed: kfake's admin calls, which compactions make, block once the
+// cluster is closed.
 func (g *compactor) stop() {
 	g.mu.Lock()
-	g.stopped = true
-	g.mu.Unlock()
+	defer g.mu.Unlock()
 }
 
 // retentionEvery is how often the broker applies retention.
@@ -158,10 +156,12 @@ func (g *compactor) run(ctx context.Context, every time.Duration) {
 func (g *compactor) compact(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.stopped {
-		return errors.New("broker: compaction: the broker is closed")
-	}
 	for {
+		select {
+		case <-g.quit:
+			return errors.New("broker: compaction: the broker stopped")
+		default:
+		}
 		done, err := g.try(ctx)
 		if done || err != nil {
 			return err
@@ -170,7 +170,6 @@ func (g *compactor) compact(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("broker: compaction: a compacted topic kept an open transaction: %w", ctx.Err())
 		case <-g.quit:
-			return errors.New("broker: compaction: the broker stopped")
 		case <-time.After(compactRetry):
 		}
 	}

@@ -31,10 +31,9 @@ func TestCompactionRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	adm := kadm.NewClient(cl)
 	var values []string
 	for {
-		values = readAll(ctx, t, b, adm, "state")
+		values = valuesOf(stateRecords(ctx, t, b.Addrs(), kgo.ReadUncommitted()))
 		if len(values) == 2 && values[0] == "new" {
 			return
 		}
@@ -42,38 +41,6 @@ func TestCompactionRuns(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no compaction before the deadline: %q", values)
 		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// readAll returns the values of a one-partition topic from the start to
-// the current end.
-func readAll(ctx context.Context, t *testing.T, b *Broker, adm *kadm.Client, topic string) []string {
-	t.Helper()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := ends[topic][0].Offset
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var values []string
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return values
-		}
-		var last int64 = -1
-		fs.EachRecord(func(r *kgo.Record) {
-			values = append(values, string(r.Value))
-			last = r.Offset
-		})
-		if last+1 >= end {
-			return values
 		}
 	}
 }
@@ -146,6 +113,15 @@ func stateRecords(ctx context.Context, t *testing.T, addrs []string, iso kgo.Iso
 	return recs
 }
 
+// valuesOf returns the values of recs.
+func valuesOf(recs []*kgo.Record) []string {
+	values := make([]string, 0, len(recs))
+	for _, r := range recs {
+		values = append(values, string(r.Value))
+	}
+	return values
+}
+
 // committedState returns the newest value of each key of "state" that a
 // read_committed reader sees.
 func committedState(ctx context.Context, t *testing.T, addrs []string) map[string]string {
@@ -214,11 +190,7 @@ func TestCompactionStopsAtOpenTransactions(t *testing.T) {
 		t.Fatalf("after compaction: %v, want %v", got, want)
 	}
 	// It compacted: the aborted record is gone.
-	var values []string
-	for _, r := range stateRecords(ctx, t, b.Addrs(), kgo.ReadUncommitted()) {
-		values = append(values, string(r.Value))
-	}
-	if !slices.Equal(values, []string{"committed", "x"}) {
+	if values := valuesOf(stateRecords(ctx, t, b.Addrs(), kgo.ReadUncommitted())); !slices.Equal(values, []string{"committed", "x"}) {
 		t.Fatalf("records after compaction: %q, want the aborted one gone", values)
 	}
 }
