@@ -95,8 +95,8 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) string {
 }
 
 // shotDir is where screenshots go: $THROTTLER_SCREENSHOTS when set (to
-// keep them), else a directory of its own under the system's temp dir,
-// kept after the test so that its path can be opened.
+// keep them), else the test's temporary directory, removed after it (the
+// test logs its paths; set the variable to look at them).
 func shotDir(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("THROTTLER_SCREENSHOTS"); d != "" {
@@ -105,24 +105,29 @@ func shotDir(t *testing.T) string {
 		}
 		return d
 	}
-	d, err := os.MkdirTemp("", "throttler-dashboard-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return t.TempDir()
 }
 
 // TestScreenshotURL saves screenshots of a running dashboard's pages
 // ($THROTTLER_SCREENSHOT_URL, e.g. the URL `throttler demo` prints) in
-// $THROTTLER_SCREENSHOTS or a temporary directory: how docs/dashboard.png
-// is made. It skips without the URL.
+// $THROTTLER_SCREENSHOTS or else a new directory under the system's temp
+// dir, kept: how docs/dashboard.png is made. It skips without the URL.
 func TestScreenshotURL(t *testing.T) {
 	url := os.Getenv("THROTTLER_SCREENSHOT_URL")
 	if url == "" {
 		t.Skip("set THROTTLER_SCREENSHOT_URL to a running dashboard's URL")
 	}
 	ctx := newBrowser(t)
-	dir := shotDir(t)
+	var dir string
+	if os.Getenv("THROTTLER_SCREENSHOTS") != "" {
+		dir = shotDir(t)
+	} else { // kept: they are what the test is for
+		d, err := os.MkdirTemp("", "throttler-dashboard-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+	}
 	for _, page := range []struct {
 		path, ready, file string
 		height            int64
