@@ -204,11 +204,6 @@ func (b *Broker) Addr() string { return b.addrs[0] }
 // Addrs returns the seed addresses of the cluster, for kgo.SeedBrokers.
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 
-// Cluster returns the kfake cluster, for tests that drive it directly.
-// Compact through Broker.Compact: kfake's own compacts past open
-// transactions (compaction.go).
-func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
-
 // Compact compacts the compacted topics and applies retention now, once
 // no compacted topic holds an open transaction; it waits for that until
 // ctx ends.
