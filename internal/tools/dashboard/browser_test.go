@@ -94,10 +94,11 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) string {
 	return path
 }
 
-// shotDir is where screenshots go: $THROTTLER_SCREENSHOTS when set (to
-// keep them), else the test's temporary directory, removed after it (the
-// test logs its paths; set the variable to look at them).
-func shotDir(t *testing.T) string {
+// shotDir is where screenshots go: $THROTTLER_SCREENSHOTS when set, else
+// the test's temporary directory, removed after it (the test logs the
+// paths; set the variable to look at them), or, with keep, a new
+// directory under the system's temp dir that stays.
+func shotDir(t *testing.T, keep bool) string {
 	t.Helper()
 	if d := os.Getenv("THROTTLER_SCREENSHOTS"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -105,7 +106,14 @@ func shotDir(t *testing.T) string {
 		}
 		return d
 	}
-	return t.TempDir()
+	if !keep {
+		return t.TempDir()
+	}
+	d, err := os.MkdirTemp("", "throttler-dashboard-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // TestScreenshotURL saves screenshots of a running dashboard's pages
@@ -118,16 +126,7 @@ func TestScreenshotURL(t *testing.T) {
 		t.Skip("set THROTTLER_SCREENSHOT_URL to a running dashboard's URL")
 	}
 	ctx := newBrowser(t)
-	var dir string
-	if os.Getenv("THROTTLER_SCREENSHOTS") != "" {
-		dir = shotDir(t)
-	} else { // kept: they are what the test is for
-		d, err := os.MkdirTemp("", "throttler-dashboard-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = d
-	}
+	dir := shotDir(t, true) // kept: they are what the test is for
 	for _, page := range []struct {
 		path, ready, file string
 		height            int64

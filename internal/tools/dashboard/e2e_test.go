@@ -164,7 +164,7 @@ func passesByBudget(t *testing.T, brokers []string, adm *kadm.Client) map[string
 // variant count is injected into the stats topic.
 func TestDashboardEndToEnd(t *testing.T) {
 	browser := newBrowser(t)
-	dir := shotDir(t)
+	dir := shotDir(t, false)
 	rig := startE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*e2ePatience)
 	defer cancel()

@@ -16,7 +16,7 @@ import (
 // counts go out of balance.
 func TestPageInBrowser(t *testing.T) {
 	ctx := newBrowser(t)
-	dir := shotDir(t)
+	dir := shotDir(t, false)
 	begin := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	src := newFake()
 	src.synthetic(250, begin)

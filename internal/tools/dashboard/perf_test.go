@@ -84,7 +84,7 @@ func TestScale100k(t *testing.T) {
 	if fcp < 0 || rows <= 0 {
 		t.Errorf("no paint timing: fcp %v, rows %v", fcp, rows)
 	}
-	screenshot(t, browser, shotDir(t), "scale-100k.png")
+	screenshot(t, browser, shotDir(t, false), "scale-100k.png")
 	resp, err := http.Get(url + "/api/v1/budgets/campaign-099999/chart.svg")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("chart: %v %v", resp, err)
