@@ -25,9 +25,12 @@ type params struct {
 	// already entered the next period, and for every lane once until has
 	// passed without a new tune (a late tune must not let a catch-up rate
 	// run on).
-	nextP     float64
-	nextCut   float64
-	until     int64
+	nextP   float64
+	nextCut float64
+	until   int64
+	// rest: the end of the rest the tune granted (restUntil), plus a tune
+	// interval; 0 when none. The parameters stay meant until then.
+	rest      int64
 	exhausted bool
 	// allow, when set, bounds what this node's lanes pass until the next
 	// tune (see guard.go).
@@ -81,6 +84,13 @@ type Controller struct {
 	// it was busy.
 	slack   atomic.Bool
 	skipped bool
+	// rest: until then a round leaves the controller unvisited though
+	// busy (restUntil, Tree.hold; 0: no rest). held, under the tree's
+	// mutex: a busy visit is held back until rest. syncHeld, under the
+	// visit mutex: a Sync held it back (its visit reads the peers).
+	rest     atomic.Int64
+	held     bool
+	syncHeld bool
 
 	mu    sync.Mutex
 	b     Budget
@@ -289,6 +299,9 @@ func (c *Controller) open(source string, t int64, r *Report) *Lane {
 	}
 	c.srcs[source] = sourceRef{lane: l}
 	c.laneList = append(c.laneList, l)
+	// A lane opened changes the picture the working fraction was tuned
+	// on: the next round visits (restUntil).
+	c.rest.Store(0)
 	if old := c.params.Load(); old.cold {
 		prm := *old
 		prm.coldRate, prm.coldBurst = c.coldRate()

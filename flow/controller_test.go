@@ -392,22 +392,23 @@ func TestColdStart(t *testing.T) {
 func TestLateTune(t *testing.T) {
 	tree := mustTree(t, []Budget{{Name: "c", Target: 1000, Begin: t0, End: at(100 * time.Second)}}) // 10/s
 	l := mustOpen(t, tree, "p0", t0).Lane("c")
-	// 100 events/s; the budget starts 10 s late in its window: far behind
+	// 200 events/s (too many to rest: restUntil); the budget starts 10 s
+	// late in its window: far behind
 	for k := 0; k < 10; k++ {
 		now := at(10*time.Second + time.Duration(k)*100*time.Millisecond)
 		tree.Tune(now)
-		offer(l, now, 100*time.Millisecond, 10, 0)
+		offer(l, now, 100*time.Millisecond, 20, 0)
 	}
 	last := at(11 * time.Second)
 	tree.Tune(last)
 	s := tree.Controller("c").Snapshot()
-	if s.WorkingPassRate < 0.2 {
+	if s.WorkingPassRate < 0.1 {
 		t.Fatalf("working pass rate %.3f: the controller is not catching up", s.WorkingPassRate)
 	}
-	// no tune for the next 5 s: 500 events pass at the ideal 10% only
-	got := offer(l, last.Add(time.Second), 5*time.Second, 500, 0)
+	// no tune for the next 5 s: 1,000 events pass at the ideal 5% only
+	got := offer(l, last.Add(time.Second), 5*time.Second, 1000, 0)
 	if got < 45 || got > 55 {
-		t.Fatalf("%d of 500 passed while the controller was late, want ≈50 (the ideal 10%%)", got)
+		t.Fatalf("%d of 1000 passed while the controller was late, want ≈50 (the ideal 5%%)", got)
 	}
 	// none 7 s on: the allowance is that old
 	if got := offer(l, last.Add(7*time.Second), time.Second, 100, 0); got != 0 {

@@ -153,7 +153,9 @@
 // before it, and takes the exchange's lateness the node's other
 // controllers learnt. Tune and Sync visit only the controllers with
 // traffic since their last visit, or due (IdleRetune, a period's end),
-// and Tune leaves those of budgets far from their targets to Sync;
+// Tune leaves those of budgets far from their targets to Sync, and a
+// light budget's visits wait for 20 of its events or a few sync
+// intervals (its rest), so that a round costs what is active;
 // sources list the lanes whose counters changed (Source.Changed) for
 // publication.
 //

@@ -107,7 +107,7 @@ func (c *Controller) addOwn(t int64, e *estimate) {
 	// or what they passed when it was not: cold, silent, or late), and
 	// what the wanted rate asked of the cluster meanwhile.
 	intended, want := accPass, 0.0
-	if prm := c.params.Load(); !prm.cold && !prm.silent && t <= prm.until {
+	if prm := c.params.Load(); !prm.cold && !prm.silent && t <= max(prm.until, prm.rest) {
 		intended, want = prm.p*accOff, prm.q*dt
 	}
 	c.hist.add(t, accOff, accPass, intended, want)

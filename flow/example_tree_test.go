@@ -49,5 +49,5 @@ func ExampleTree() {
 	}
 	// Output:
 	// campaign: 600 passes, 100% of a sixth of its target
-	// placement-a: 99 passes, 99% of a sixth of its target
+	// placement-a: 100 passes, 100% of a sixth of its target
 }

@@ -76,6 +76,12 @@ type allowance struct {
 	span  int64
 	slow  float64
 	upto  int64
+	// rest, when set: a longer span the allowance is granted for (a light
+	// budget's rest, restUntil), in force while the tree's tuner runs
+	// (alive: the instant until which its rounds are taken to run); once
+	// it stalls, span and upto apply as they are
+	rest  int64
+	alive *atomic.Int64
 	used  atomic.Int64
 	// closing: the allowance paces the node by rate (closing.go), and
 	// what it left unused carries over to the next
@@ -88,8 +94,12 @@ type allowance struct {
 // for) does not apply: the pass is for a lane already in the next period.
 func (a *allowance) take(t int64, capped bool) bool {
 	room := a.free
-	if a.upto == 0 || t-a.from <= a.upto {
-		room += a.burst + a.fill(t)
+	span, upto := a.span, a.upto
+	if a.rest > 0 && t <= a.alive.Load() {
+		span, upto = a.rest, upto+a.rest-a.span
+	}
+	if upto == 0 || t-a.from <= upto {
+		room += a.burst + a.fillOver(t, span)
 	}
 	for {
 		n := a.used.Load() + 1
@@ -103,10 +113,14 @@ func (a *allowance) take(t int64, capped bool) bool {
 }
 
 // fill is what the bucket has filled with by t.
-func (a *allowance) fill(t int64) float64 {
+func (a *allowance) fill(t int64) float64 { return a.fillOver(t, a.span) }
+
+// fillOver is what the bucket has filled with by t, at rate for span
+// nanoseconds (when set) and at slow after.
+func (a *allowance) fillOver(t, span int64) float64 {
 	dt := max(t-a.from, 0)
-	if a.span > 0 && dt > a.span {
-		return a.rate*float64(a.span) + a.slow*float64(dt-a.span)
+	if span > 0 && dt > span {
+		return a.rate*float64(span) + a.slow*float64(dt-span)
 	}
 	return a.rate * float64(dt)
 }

@@ -341,3 +341,77 @@ func TestLateControllerLateness(t *testing.T) {
 		t.Fatalf("b starts with a lateness of %v, a has learnt %v", time.Duration(late("b")), time.Duration(late("a")))
 	}
 }
+
+// A light budget (five events a tune interval on the node) rests once
+// warmed up: it is visited about once per restEvents events rather than
+// every round, a Sync that held its visit back lends the visit its
+// exchange (the tree has none of its own, as in the worker), a burst
+// brings the visit forward to the next round, and the budget stays on its
+// course throughout.
+func TestLightBudgetRests(t *testing.T) {
+	ex := &MemoryExchange{}
+	b := Budget{Name: "light", Target: 25 * 3600, Begin: t0, End: at(time.Hour)} // 25/s of 50/s
+	tree := mustTree(t, []Budget{b})
+	src := mustOpen(t, tree, "p0", t0)
+	l := src.Lane("light")
+	c := tree.Controller("light")
+	visited := func(now time.Duration) bool { return c.Snapshot().At.Equal(at(now)) }
+	passed := 0
+	round := func(k, events int) time.Duration {
+		now := time.Duration(k) * 100 * time.Millisecond
+		passed += offer(l, at(now), 100*time.Millisecond, events, 0)
+		if k%10 == 0 {
+			if err := ex.Publish(tree.Reports(at(now), nil)); err != nil {
+				t.Fatal(err)
+			}
+			tree.Sync(at(now), ex)
+		} else {
+			tree.Tune(at(now))
+		}
+		return now
+	}
+	for k := 1; k <= 60; k++ { // the warm-up ends at 5 s
+		round(k, 5)
+	}
+	visits, lent := 0, 0
+	syncHeld := false
+	for k := 61; k <= 300; k++ {
+		now := round(k, 5)
+		if !visited(now) {
+			syncHeld = syncHeld || k%10 == 0
+			continue
+		}
+		visits++
+		c.mu.Lock()
+		synced := c.synced
+		c.mu.Unlock()
+		if syncHeld {
+			if synced != at(now).UnixNano() {
+				t.Fatalf("the visit at %v, after a Sync held it back, did not read the peers (last read at %v)", now, time.Duration(synced-t0.UnixNano()))
+			}
+			lent++
+		}
+		syncHeld = false
+	}
+	if lent == 0 {
+		t.Fatal("no Sync held the visit back")
+	}
+	// 240 rounds of 5 events: a visit per 20 events is 60
+	if visits < 50 || visits > 80 {
+		t.Fatalf("%d visits in 240 rounds of 5 events each, want 50 to 80 (one per %d events)", visits, restEvents)
+	}
+	ideal := 25.0 * 30
+	if math.Abs(float64(passed)-ideal) > 0.02*ideal {
+		t.Fatalf("%d passes by 30 s, want within 2%% of the ideal %.0f", passed, ideal)
+	}
+	t.Logf("%d visits in 240 rounds, %d after a Sync held them back; %d passes by 30 s for an ideal %.0f", visits, lent, passed, ideal)
+	// A burst: the round it comes in visits, though within the rest.
+	for k := 301; ; k++ {
+		if now := round(k, 5); visited(now) {
+			break
+		}
+	}
+	if now := round(int(c.Snapshot().At.Sub(t0)/(100*time.Millisecond))+1, 200); !visited(now) { // offered before the round
+		t.Fatalf("the round of a burst of 200 events (at %v) did not visit; last visit %v", now, c.Snapshot().At.Sub(t0))
+	}
+}

@@ -69,7 +69,10 @@ type Tree struct {
 	lastRound int64
 	visitBuf  []*Controller
 	spare     []*Controller
-	reps      []Report
+	// syncEx is the exchange the last Sync read: the visits it held back
+	// (Tree.hold) read their peers from it when they come
+	syncEx Exchange
+	reps   []Report
 }
 
 type exchangeRef struct{ ex Exchange }
@@ -385,6 +388,7 @@ func (t *Tree) SetShare(f float64) {
 		changed := c.share != f
 		if changed {
 			c.share, c.rewarm, c.forced = f, true, true
+			c.rest.Store(0)
 		}
 		c.mu.Unlock()
 		if changed {

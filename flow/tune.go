@@ -26,9 +26,48 @@ func (c *Controller) tuneLocked(t int64, synced bool) {
 	q := c.wanted(t, &e, g, prm)
 	c.working(t, &e, g, q, prm)
 	c.guard(t, &e, g, q, prm)
+	c.restUntil(t, &e, prm)
 	c.params.Store(prm)
 	c.record(t, &e, g, prm, synced)
 	c.slack.Store(c.slackAfter(t, &e, prm))
+}
+
+// restEvents is how many events of its own lanes a light budget's visit
+// waits for (or StaleAfter; see restUntil).
+const restEvents = 20
+
+// restUntil sets the rest of a light budget (c.rest): until then, or until
+// its own lanes offered restEvents events since this tune, a round leaves
+// it unvisited (Tree.hold), and prm's allowance is granted for that span.
+// A visit every tune interval re-tunes a budget whose own lanes offer a few
+// events a second on one event or none, which its estimates cannot tell
+// from noise, at the cost of reading the controller, its lanes and its
+// peers; the events counted bring a burst's visit forward. A budget rests
+// when its own lanes offer fewer than restEvents events a tune interval
+// and its pacing needs no prompt visit: an unscored pass budget, not a
+// delay budget, measured and past its warm-up, not the one node passing
+// for the cluster, not silent, not exhausted, not resuming after a gap,
+// and with its rest ending a tune interval before its closing stretch (or
+// its period's end). Its lanes pace by the working fraction meanwhile, and
+// the allowance bounds what they pass by the node's part of what is left,
+// as between any two tunes.
+func (c *Controller) restUntil(t int64, e *estimate, prm *params) {
+	c.rest.Store(0)
+	a := prm.allow
+	tune := int64(c.cfg.tune)
+	if c.sk != nil || c.conv != nil || c.b.Delay || c.single || prm.cold || prm.silent || prm.exhausted ||
+		t < c.warmUntil || a == nil || a.span <= 0 || a.closing || c.resuming(t) ||
+		e.ownRate*c.cfg.tune.Seconds() >= restEvents {
+		return
+	}
+	end := e.end - c.sched.reserve - c.closingSpan(e) - tune
+	gap := min(int64(c.cfg.staleAfter), end-t)
+	if gap <= tune {
+		return
+	}
+	a.rest, a.alive = a.span+gap-tune, &c.tree.alive
+	prm.rest = t + gap + tune
+	c.rest.Store(t + gap)
 }
 
 // slackAfter reports whether the tune at t left a budget that its traffic

@@ -21,10 +21,15 @@ import (
 //     cluster offers until the period's end), passing every event, past
 //     its warm-up and outside its closing stretch, whose parameters the
 //     traffic of one more sync interval cannot change; its allowance
-//     still bounds what its lanes pass by the node's part of what is left;
+//     still bounds what its lanes pass by the node's part of what is left.
+//     A Tune or a Sync holds back the visit of a busy controller at rest
+//     (a light budget, see restUntil) until its rest ends or its own
+//     lanes offered restEvents events since its last visit; a visit a
+//     Sync held back reads the peers from that Sync's exchange;
 //   - due: the instant of the round has reached the earliest of
 //   - its last visit plus IdleRetune, while it has open lanes (their next
-//     event is then decided on a picture at most that old);
+//     event is then decided on a picture at most that old), or the end
+//     of its rest when a busy visit was held back;
 //   - the end of the period its last visit was in (period budgets with
 //     open lanes: the next period is re-targeted when it begins);
 //   - the instant its last lane closed plus DropAfter (it is then
@@ -37,8 +42,8 @@ import (
 // A visit by Sync reads the controller's peers from ex; so does a visit by
 // Tune when the controller's last read is StaleAfter old (it was idle
 // through the syncs) and the tree has an exchange (Peers). A round costs
-// O(visited controllers × their lanes and peers), whatever the number of
-// budgets.
+// O(visited controllers × their lanes and peers, and held controllers ×
+// their lanes), whatever the number of budgets.
 //
 // A controller left out keeps its parameters: its lanes pace by them for as
 // long as Tune runs, and at the ideal fraction without catch-up once no
@@ -69,6 +74,9 @@ func (t *Tree) round(n int64, ex Exchange, sync bool) {
 	}
 	t.lastRound = max(n, prev)
 	t.rounds++
+	if sync && ex != nil {
+		t.syncEx = ex
+	}
 	list := t.gather(n, sync)
 	for _, c := range list {
 		t.visit(c, n, prev, ex, sync)
@@ -82,6 +90,7 @@ func (t *Tree) round(n int64, ex Exchange, sync bool) {
 			c.pending = true
 			t.pending = append(t.pending, c)
 		}
+		c.held = false
 		t.schedule(c)
 	}
 	t.mu.Unlock()
@@ -120,6 +129,9 @@ func (t *Tree) gather(n int64, sync bool) []*Controller {
 			}
 			continue
 		}
+		if t.hold(c, n, sync) {
+			continue
+		}
 		add(c, true)
 	}
 	clear(busy)
@@ -143,7 +155,9 @@ func (t *Tree) gather(n int64, sync bool) []*Controller {
 	if sync {
 		for _, c := range t.pending {
 			c.pending = false
-			add(c, false)
+			if !t.hold(c, n, true) {
+				add(c, false)
+			}
 		}
 		clear(t.pending)
 		t.pending = t.pending[:0]
@@ -151,8 +165,37 @@ func (t *Tree) gather(n int64, sync bool) []*Controller {
 	return list
 }
 
+// hold holds back, until its rest ends, the visit of a busy controller
+// at rest (see restUntil) whose lanes offered fewer than restEvents events
+// since its last visit, and reports whether it did; sync: the round is a
+// Sync. Called under t.mu.
+func (t *Tree) hold(c *Controller, n int64, sync bool) bool {
+	r := c.rest.Load()
+	if r <= n || c.idx < 0 {
+		return false
+	}
+	c.mu.Lock()
+	fresh := uint64(0)
+	for _, l := range c.laneList {
+		fresh += l.offered.Load() - l.seenOff
+	}
+	c.mu.Unlock()
+	if fresh >= restEvents {
+		c.rest.Store(0)
+		return false
+	}
+	c.skipped, c.held = true, true // its counts are read at the visit
+	c.syncHeld = c.syncHeld || sync
+	if r < c.dueAt {
+		t.push(c, r)
+	}
+	return true
+}
+
 // visit re-tunes c at n, reading its peers from ex when this is a Sync or
-// when its last read is stale. prev is the previous round's instant.
+// when its last read is stale, and from the last Sync's exchange when a
+// Sync held its visit back (Tree.hold). prev is the previous round's
+// instant.
 func (t *Tree) visit(c *Controller, n, prev int64, ex Exchange, sync bool) {
 	c.mu.Lock()
 	synced := c.synced
@@ -161,8 +204,11 @@ func (t *Tree) visit(c *Controller, n, prev int64, ex Exchange, sync bool) {
 		ex = nil
 		if x := t.exchange(); x != nil && n-synced >= int64(t.cfg.staleAfter) {
 			ex = x
+		} else if c.syncHeld {
+			ex = t.syncEx
 		}
 	}
+	c.syncHeld = false
 	if ex != nil {
 		t.reps = ex.View(c.name, t.reps[:0])
 	}
@@ -213,7 +259,13 @@ func (t *Tree) wantVisit(c *Controller) (int64, bool) {
 	if c.forced {
 		return math.MinInt64, false
 	}
+	// a busy visit held back is due when the rest ends; an idle
+	// controller's visits come at IdleRetune, rest or not (they tell
+	// silence)
 	at := c.lastVisit + int64(t.cfg.idleRetune)
+	if c.held {
+		at = c.rest.Load()
+	}
 	if c.sched.periodic {
 		_, _, end := c.sched.period(c.lastVisit)
 		at = min(at, end)
