@@ -98,6 +98,11 @@ func RunHostileSuite(t *testing.T, brokers []string) {
 	defer reg.Close()
 	var lookups atomic.Int64
 	reg.Registry().Intercept(func(http.ResponseWriter, *http.Request) bool { lookups.Add(1); return false })
+	// "open" is a window budget: its ledgers keep every pass for the
+	// outcome's count (a period budget's counters of an ended period are
+	// forgotten, and a partition restarted after its repair may hold
+	// only those).
+	begin := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
 	h.Cfg = WriteFile(t, g+".yaml", fmt.Sprintf(`brokers: [%s]
 group: %s
 topics:
@@ -117,13 +122,14 @@ schema_registry: {urls: [%s]}
 dedup_window: 1000
 rewards: {budget: campaign, value: value, max_value: 1000}
 budgets:
-  - {name: open, target: 1e12, period: 1m}
+  - {name: open, target: 1e12, begin: %s, end: %s}
   - {name: clicks, kind: rewards, target: 1e6, period: 1m}
 caps:
   - {name: per-device, key: device, burst: 1000, rate: 1000000/1m}
 http: {listen: "127.0.0.1:0"}
 log: {format: json, level: info}
-`, strings.Join(brokers, ", "), g, h.Events, h.FramedTopic, h.Clicks, h.Passed, h.Rejected, HostileParts, h.FramedTopic, reg.URL()))
+`, strings.Join(brokers, ", "), g, h.Events, h.FramedTopic, h.Clicks, h.Passed, h.Rejected, HostileParts, h.FramedTopic, reg.URL(),
+		begin.Format(time.RFC3339), begin.Add(24*time.Hour).Format(time.RFC3339)))
 
 	w1, a1 := h.Worker("w1")
 	w2, a2 := h.Worker("w2")
