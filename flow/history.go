@@ -2,14 +2,25 @@ package flow
 
 // ownHistory is a ring of the node's own cumulative counts at each tune,
 // from which the local rate and the local pass fraction over any recent
-// span are read.
+// span are read. It holds the last histLen entries; its storage starts
+// at histMin entries and doubles as entries come, so that a controller
+// that lives for a few visits (a budget seen once on this node) holds a
+// few entries, not histLen.
 type ownHistory struct {
-	t       [histLen]int64
-	pt      [histLen]histPoint
+	e       []histEntry
 	n, head int
 }
 
-const histLen = 64
+const (
+	histLen = 64
+	histMin = 4
+)
+
+// histEntry is the counts at instant t.
+type histEntry struct {
+	t  int64
+	pt histPoint
+}
 
 // histPoint is what the node's lanes offered and passed, what they were
 // meant to pass (the working fraction times the events offered), and what
@@ -21,42 +32,58 @@ type histPoint struct {
 // add records what the lanes offered, passed and were meant to pass, and
 // what the cluster was asked to pass, since the last entry.
 func (h *ownHistory) add(t int64, off, pas, exp, want float64) {
-	last := (h.head + histLen - 1) % histLen
 	var prev histPoint
+	last := 0
 	if h.n > 0 {
-		prev = h.pt[last]
+		last = h.idx(h.n - 1)
+		prev = h.e[last].pt
 	}
 	pt := histPoint{prev.off + off, prev.pas + pas, prev.exp + exp, prev.want + want}
-	if h.n > 0 && h.t[last] >= t {
-		h.pt[last] = pt
+	if h.n > 0 && h.e[last].t >= t {
+		h.e[last].pt = pt
 		return
 	}
-	h.t[h.head], h.pt[h.head] = t, pt
-	h.head = (h.head + 1) % histLen
-	if h.n < histLen {
+	if h.n == len(h.e) && len(h.e) < histLen {
+		h.grow()
+	}
+	h.e[h.head] = histEntry{t, pt}
+	h.head = (h.head + 1) % len(h.e)
+	if h.n < len(h.e) {
 		h.n++
 	}
 }
+
+// grow doubles the ring's storage (histMin to start), oldest entry first.
+func (h *ownHistory) grow() {
+	e := make([]histEntry, max(2*len(h.e), histMin))
+	for k := range h.n {
+		e[k] = h.e[h.idx(k)]
+	}
+	h.e, h.head = e, h.n
+}
+
+// idx is the ring index of the k-th oldest entry (0 <= k < n).
+func (h *ownHistory) idx(k int) int { return (h.head + len(h.e) - h.n + k) % len(h.e) }
 
 // at interpolates the counts at t (clamped to the ring's span).
 func (h *ownHistory) at(t int64) histPoint {
 	if h.n == 0 {
 		return histPoint{}
 	}
-	newest := (h.head + histLen - 1) % histLen
-	if t >= h.t[newest] {
-		return h.pt[newest]
+	newest := h.idx(h.n - 1)
+	if t >= h.e[newest].t {
+		return h.e[newest].pt
 	}
-	for k := 1; k < h.n; k++ {
-		i := (h.head + histLen - 1 - k) % histLen
-		if h.t[i] <= t {
-			j := (i + 1) % histLen
-			f := float64(t-h.t[i]) / float64(h.t[j]-h.t[i])
-			a, b := h.pt[i], h.pt[j]
+	for k := h.n - 2; k >= 0; k-- {
+		i := h.idx(k)
+		if h.e[i].t <= t {
+			j := h.idx(k + 1)
+			f := float64(t-h.e[i].t) / float64(h.e[j].t-h.e[i].t)
+			a, b := h.e[i].pt, h.e[j].pt
 			return histPoint{a.off + f*(b.off-a.off), a.pas + f*(b.pas-a.pas), a.exp + f*(b.exp-a.exp), a.want + f*(b.want-a.want)}
 		}
 	}
-	return h.pt[(h.head+histLen-h.n)%histLen]
+	return h.e[h.idx(0)].pt
 }
 
 // newest is the instant of the last entry (0 with none).
@@ -64,10 +91,16 @@ func (h *ownHistory) newest() int64 {
 	if h.n == 0 {
 		return 0
 	}
-	return h.t[(h.head+histLen-1)%histLen]
+	return h.e[h.idx(h.n-1)].t
 }
 
-func (h *ownHistory) oldest() int64 { return h.t[(h.head+histLen-h.n)%histLen] }
+// oldest is the instant of the first entry (0 with none).
+func (h *ownHistory) oldest() int64 {
+	if h.n == 0 {
+		return 0
+	}
+	return h.e[h.idx(0)].t
+}
 
 // fractionPrior is how many passes the fraction the lanes were meant to
 // pass weighs against the passes they made: over a span with many passes
