@@ -120,6 +120,48 @@ func TestHeaderCacheKeepsUsed(t *testing.T) {
 	}
 }
 
+// TestSharedHeadersOwnKeys: a budget or reason read in place from a
+// record's bytes, found in the old generation of the shared headers and
+// moved to the current one, is kept under a key of the cache's own, not
+// over the record's bytes (which would keep the fetch response they came
+// in alive, and change when the buffer is reused).
+func TestSharedHeadersOwnKeys(t *testing.T) {
+	var rs Records
+	src := &kgo.Record{Topic: "in"}
+	output := func(budget string, o Outcome) *kgo.Record {
+		var e Event
+		e.Reset(src, time.Unix(6, 0), "in/0")
+		e.Fields.Budget = budget
+		if o == OutcomeReject {
+			e.RejectedBy, e.RejectReason = budget, "paced"
+		}
+		return rs.Output(&e, o, false)
+	}
+	for _, o := range []Outcome{OutcomePass, OutcomeReject} {
+		output("autumn", o)
+		for i := range maxSharedHeaders { // autumn's entry goes to the old generation
+			output(fmt.Sprintf("b-%d", i), o)
+		}
+		buf := []byte("autumn")
+		r := output(bytesconv.String(buf), o) // found in the old generation: moved
+		copy(buf, "winter")
+		if v, _ := HeaderValue(r, HeaderBudget); v != "autumn" {
+			t.Fatalf("%v: budget header %q after the event's bytes changed, want autumn", o, v)
+		}
+		var keys []string
+		for k := range rs.shared.byPass.cur {
+			keys = append(keys, k)
+		}
+		for k := range rs.shared.byReject.cur {
+			keys = append(keys, k.budget)
+		}
+		if slices.Contains(keys, "winter") || !slices.Contains(keys, "autumn") {
+			t.Fatalf("%v: the current generation's keys are the event's bytes (autumn %v, winter %v)", o,
+				slices.Contains(keys, "autumn"), slices.Contains(keys, "winter"))
+		}
+	}
+}
+
 func sameHeaders(a, b []kgo.RecordHeader) bool {
 	return slices.EqualFunc(a, b, func(x, y kgo.RecordHeader) bool { return x.Key == y.Key && string(x.Value) == string(y.Value) })
 }

@@ -125,33 +125,44 @@ func (sh *sharedHeaders) of(e *Event, o Outcome, scored bool) []kgo.RecordHeader
 // entries, among them every key used since the last change of
 // generation: a thousand budgets that come round often are not dropped
 // together, as clearing one map when full would do.
+//
+// Each entry keeps the key it was put with, and a moved entry goes on
+// under that key, not under the one it was looked up by: a lookup key may
+// be a string over a record's bytes (a decoded budget), and a map key
+// holding it would keep the whole fetch response that record came in
+// alive as long as the entry lives.
 type headerCache[K comparable] struct {
-	cur, old map[K][]kgo.RecordHeader
+	cur, old map[K]headerEntry[K]
+}
+
+type headerEntry[K comparable] struct {
+	key K
+	h   []kgo.RecordHeader
 }
 
 // get returns the headers of k, or nil.
 func (c *headerCache[K]) get(k K) []kgo.RecordHeader {
-	if h, ok := c.cur[k]; ok {
-		return h
+	if e, ok := c.cur[k]; ok {
+		return e.h
 	}
-	h, ok := c.old[k]
+	e, ok := c.old[k]
 	if ok {
-		c.put(k, h)
+		c.put(e.key, e.h)
 	}
-	return h
+	return e.h
 }
 
-// put adds k's headers to the current generation.
+// put adds k's headers to the current generation; k must own its memory.
 func (c *headerCache[K]) put(k K, h []kgo.RecordHeader) {
 	if c.cur == nil {
-		c.cur = make(map[K][]kgo.RecordHeader)
+		c.cur = make(map[K]headerEntry[K])
 	} else if len(c.cur) >= maxSharedHeaders {
 		c.old, c.cur = c.cur, c.old
 		if c.cur == nil {
-			c.cur = make(map[K][]kgo.RecordHeader, maxSharedHeaders)
+			c.cur = make(map[K]headerEntry[K], maxSharedHeaders)
 		} else {
 			clear(c.cur)
 		}
 	}
-	c.cur[k] = h
+	c.cur[k] = headerEntry[K]{k, h}
 }
