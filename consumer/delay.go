@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +63,10 @@ func (p *partition) holdBack(r *kgo.Record, e *pipeline.Event) {
 	if !e.RetryAt.IsZero() {
 		until, budget = e.RetryAt, ""
 	}
-	p.hold = holdState{on: true, epoch: r.LeaderEpoch, until: until, budget: budget}
+	// The event's budget may be a string over the record's bytes; the hold
+	// outlives the record (it names the pause in the log and the metrics,
+	// whose label keeps it): a copy does not keep the fetch it came in.
+	p.hold = holdState{on: true, epoch: r.LeaderEpoch, until: until, budget: strings.Clone(budget)}
 	p.nextOffset = r.Offset
 }
 

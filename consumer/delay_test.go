@@ -12,7 +12,9 @@ import (
 
 	"github.com/throttler/throttler/decode"
 	"github.com/throttler/throttler/flow"
+	"github.com/throttler/throttler/internal/bytesconv"
 	"github.com/throttler/throttler/internal/testsupport/testwait"
+	"github.com/throttler/throttler/pipeline"
 )
 
 const (
@@ -205,4 +207,29 @@ func counterSum(t *testing.T, w *Worker, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestHoldBackOwnsBudget: the budget of a held partition is a copy, not
+// the event's string over the record's bytes, which the pause's metric
+// label would keep (and which change when the buffer is reused).
+func TestHoldBackOwnsBudget(t *testing.T) {
+	tree, err := flow.NewTree([]flow.Budget{{Name: "d", Target: 1, Period: time.Hour, Delay: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	src, err := tree.Open("in/0", now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{src: src}
+	buf := []byte("d")
+	var e pipeline.Event
+	e.Reset(&kgo.Record{Topic: "in", Offset: 7, Value: buf}, now, "in/0")
+	e.Fields.Budget = bytesconv.String(buf)
+	p.holdBack(e.Record, &e)
+	copy(buf, "x")
+	if !p.hold.on || p.hold.budget != "d" || p.nextOffset != 7 {
+		t.Fatalf("hold %+v, next offset %d after the record's bytes changed; want on, budget d, offset 7", p.hold, p.nextOffset)
+	}
 }
