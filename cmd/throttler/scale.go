@@ -27,9 +27,10 @@ them over the run; the others are light period budgets over Zipf traffic
 with --via-control. --churn-rate N adds, changes and deletes N budgets a
 second through the control topic during the middle third of the load.
 
-Per row it reports: the coordination written (stats, caps and control
-topics: records and key+value bytes, aborted records included)
-against the input; the largest record; transactions aborted in the steady
+Per row it reports: the budgets that saw an event (named by a delivered
+record's throttler-budget header); the coordination written (stats, caps
+and control topics: records and key+value bytes, aborted records
+included) against the input; the largest record; transactions aborted in the steady
 state (the last two thirds of the load); the workers' CPU (a fraction of one
 core, summed) and each one's peak RSS; each worker's time from its start to
 its first delivered record; lost and duplicated ids (read_committed); the

@@ -146,6 +146,7 @@ func (r *run) figures(final []workerCounts, input []bool, vols map[string]Volume
 		}
 	}
 	row.IDs.Delivered, row.IDs.Lost, row.IDs.Duplicated = r.tail.deliveries(input)
+	row.ActiveBudgets = r.tail.activeBudgets()
 	r.pacing()
 }
 

@@ -54,7 +54,10 @@ type Row struct {
 		// after the workers stopped: lost ids are lost, not late.
 		Complete bool `json:"complete"`
 	} `json:"ids"`
-	Paced []PacedRow `json:"paced"`
+	// ActiveBudgets is the number of budgets that saw an event in the
+	// row: those named by a delivered record's throttler-budget header.
+	ActiveBudgets int        `json:"active_budgets"`
+	Paced         []PacedRow `json:"paced"`
 	// PacedMaxDeviation is the largest |deviation| of a paced budget.
 	PacedMaxDeviation float64 `json:"paced_max_abs_deviation"`
 	// LongestGap is the longest time between two deliveries of an input
@@ -106,7 +109,7 @@ type ChurnRow struct {
 // WriteTable prints rows as a table, one line each.
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "budgets\tcoord bytes\tcoord records\tlargest rec\taborted (steady)\tworkers CPU (steady)\treq/s a worker (steady)\tmax peak RSS\tmax 1st delivery\tlost/dup\tpaced max dev\tlongest gap\tstatus\tnotes\t")
+	fmt.Fprintln(tw, "budgets\tactive\tcoord bytes\tcoord records\tlargest rec\taborted (steady)\tworkers CPU (steady)\treq/s a worker (steady)\tmax peak RSS\tmax 1st delivery\tlost/dup\tpaced max dev\tlongest gap\tstatus\tnotes\t")
 	for _, r := range rows {
 		var rss int64
 		var first *float64
@@ -125,8 +128,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if len(r.Workers) == 0 {
 			reqLo = 0
 		}
-		fmt.Fprintf(tw, "%d\t%.2fx\t%.2fx\t%s\t%.0f (%.0f)\t%.2f (%.2f)\t%.0f–%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t\n",
-			r.Budgets, r.BytesRatio, r.RecordsRatio, size(r.Coordination.Largest), r.Transactions.Aborted, r.Transactions.AbortedSteady,
+		fmt.Fprintf(tw, "%d\t%d\t%.2fx\t%.2fx\t%s\t%.0f (%.0f)\t%.2f (%.2f)\t%.0f–%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t\n",
+			r.Budgets, r.ActiveBudgets, r.BytesRatio, r.RecordsRatio, size(r.Coordination.Largest), r.Transactions.Aborted, r.Transactions.AbortedSteady,
 			r.CPU, r.CPUSteady, reqLo, reqHi, size(rss), secs(first), r.IDs.Lost, r.IDs.Duplicated, pct(r), gap, secs(r.StatusSeconds), strings.Join(r.Notes, "; "))
 	}
 	return tw.Flush()

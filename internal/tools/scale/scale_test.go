@@ -46,7 +46,7 @@ func TestTailGaps(t *testing.T) {
 		tl.record(r)
 	}
 	rec(0, 1, "1", outputTopic, pacedName(0))
-	rec(0, 9, "2", rejectTopic, "")            // a gap of 8s before the steady state: not counted
+	rec(0, 9, "2", rejectTopic, "light-2")     // a gap of 8s before the steady state: not counted
 	rec(0, 12, "3", outputTopic, "light-1")    // 3s, started before the steady state: not counted
 	rec(0, 14, "4", outputTopic, pacedName(0)) // steady: 2s
 	rec(1, 15, "5", deadTopic, "")             // first of its partition: no gap
@@ -59,6 +59,9 @@ func TestTailGaps(t *testing.T) {
 	}
 	if tl.passes[0] != 3 || tl.badIDs != 1 || !tl.first.Equal(at(1)) {
 		t.Fatalf("passes %v bad %d first %v", tl.passes, tl.badIDs, tl.first)
+	}
+	if n := tl.activeBudgets(); n != 3 { // pacedName(0), light-1 and light-2 (a reject)
+		t.Fatalf("%d active budgets, want 3", n)
 	}
 	input := make([]bool, 10)
 	for _, s := range []int{1, 2, 3, 4, 5, 6, 7, 8} {

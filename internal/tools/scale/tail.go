@@ -34,7 +34,8 @@ type tail struct {
 	counts    []uint8 // deliveries by id sequence, at most 255
 	delivered int     // ids delivered at least once
 	first     time.Time
-	passes    []int64 // passes of each paced budget
+	passes    []int64             // passes of each paced budget
+	budgets   map[string]struct{} // the budgets named by a delivered record
 	last      map[int32]time.Time
 	gaps      [phases]time.Duration
 	badIDs    int
@@ -87,13 +88,18 @@ func (t *tail) record(rec *kgo.Record) {
 		}
 	}
 	t.last[rec.Partition] = now
-	if rec.Topic == outputTopic {
-		for _, h := range rec.Headers {
-			if h.Key == "throttler-budget" {
-				if i, ok := t.paced[string(h.Value)]; ok {
-					t.passes[i]++
-				}
+	for _, h := range rec.Headers {
+		if h.Key != "throttler-budget" {
+			continue
+		}
+		if _, ok := t.budgets[string(h.Value)]; !ok {
+			if t.budgets == nil {
+				t.budgets = map[string]struct{}{}
 			}
+			t.budgets[string(h.Value)] = struct{}{}
+		}
+		if i, ok := t.paced[string(h.Value)]; ok && rec.Topic == outputTopic {
+			t.passes[i]++
 		}
 	}
 	seq, ok := idSeq(rec.Value)
@@ -147,6 +153,15 @@ func (t *tail) finish(ctx context.Context, cancel context.CancelFunc, timeout ti
 		<-t.done
 		return false
 	}
+}
+
+// activeBudgets returns the number of budgets named by the delivered
+// records (their throttler-budget header: the budget that passed an
+// event, or that refused it): the budgets that saw an event in the row.
+func (t *tail) activeBudgets() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.budgets)
 }
 
 // deliveries returns, of the ids in input, those delivered, lost and
