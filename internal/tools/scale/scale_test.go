@@ -35,7 +35,7 @@ func TestTailGaps(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	// steady from 10s, changes from 20s to 30s, load end 40s
-	tl := &tail{paced: map[string]int{pacedName(0): 0}, passes: make([]int64, 1), last: map[int32]time.Time{},
+	tl := &tail{paced: map[string]int{pacedName(0): 0}, passes: make([]int64, 1), budgets: map[string]struct{}{}, last: map[int32]time.Time{},
 		bounds: [phases + 1]time.Time{at(10), at(20), at(30), at(40)}}
 	rec := func(p int32, s float64, seq string, topic, budget string) {
 		tl.now = func() time.Time { return at(s) }

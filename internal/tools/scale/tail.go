@@ -49,7 +49,7 @@ func newTail(opts []kgo.Opt, paced int, bounds [phases + 1]time.Time) (*tail, er
 	if err != nil {
 		return nil, err
 	}
-	t := &tail{r: r, now: time.Now, paced: map[string]int{}, bounds: bounds, passes: make([]int64, paced), last: map[int32]time.Time{}, done: make(chan struct{})}
+	t := &tail{r: r, now: time.Now, paced: map[string]int{}, bounds: bounds, passes: make([]int64, paced), budgets: map[string]struct{}{}, last: map[int32]time.Time{}, done: make(chan struct{})}
 	for i := range paced {
 		t.paced[pacedName(i)] = i
 	}
@@ -92,10 +92,7 @@ func (t *tail) record(rec *kgo.Record) {
 		if h.Key != "throttler-budget" {
 			continue
 		}
-		if _, ok := t.budgets[string(h.Value)]; !ok {
-			if t.budgets == nil {
-				t.budgets = map[string]struct{}{}
-			}
+		if _, ok := t.budgets[string(h.Value)]; !ok { // the lookup does not copy the name
 			t.budgets[string(h.Value)] = struct{}{}
 		}
 		if i, ok := t.paced[string(h.Value)]; ok && rec.Topic == outputTopic {
