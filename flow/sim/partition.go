@@ -237,12 +237,17 @@ func (p *partition) open(w *world, n *node, t int64) error {
 		return err
 	}
 	p.owner, p.next, p.src = n, nil, src
-	p.lanes = make([]*flow.Lane, len(w.bs))
-	for i, b := range w.bs {
-		p.lanes[i] = src.Lane(b.spec.Name)
+	if w.sc.Partitions.LaneIdle == 0 {
+		p.lanes = make([]*flow.Lane, len(w.bs))
+		for i, b := range w.bs {
+			p.lanes[i] = src.Lane(b.spec.Name)
+		}
 	}
+	// With lanes released when idle, a lane opens at its budget's first
+	// event, as the worker's do (Source.Get): a partition assigned but
+	// not read yet publishes nothing.
 	for _, r := range p.held {
-		p.lanes[r.b].Reward(now, 1)
+		src.Lane(w.bs[r.b].spec.Name).Reward(now, 1)
 	}
 	p.held = p.held[:0]
 	return nil
@@ -396,7 +401,7 @@ func (p *partition) releaseIdle(w *world, now time.Time) {
 func (p *partition) run(w *world, t int64) {
 	rate := p.traffic.at(t)
 	dt := float64(w.step) / 1e9
-	stalled := inSpans(w.stalls, t)
+	stalled := p.owner != nil && w.stalled(p.owner.spec.Name, t)
 	for i := range p.streams {
 		s := &p.streams[i]
 		due := rate * s.share * dt

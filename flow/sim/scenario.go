@@ -60,7 +60,8 @@ type Scenario struct {
 	// are assigned again (after Partitions.Rebalance) and read from their
 	// last commits.
 	Restarts []Span `yaml:"restarts"`
-	// Stalls are spans when every partition stands still with its owner
+	// Stalls are spans when every partition (or every one of some nodes)
+	// stands still with its owner
 	// (partition mode): its events wait, to be read at CatchUp times the
 	// rate after, while the nodes tune and the exchange goes on; as when
 	// the consumers have their partitions back after a broker restart but
@@ -82,6 +83,9 @@ type Scenario struct {
 type Stall struct {
 	Span `yaml:",inline"`
 	Held bool `yaml:"held"`
+	// Nodes, when set, are the nodes whose partitions stall: the others
+	// read on (consumers that get their fetches back one after another).
+	Nodes []string `yaml:"nodes"`
 }
 
 // ClockStep moves the nodes' clock by By (forward, or back when negative)

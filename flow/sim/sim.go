@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/throttler/throttler/flow"
@@ -77,7 +78,7 @@ type world struct {
 	ex          *lossyExchange
 	nodes       []*node
 	parts       []*partition  // partition mode
-	stalls      [][2]int64    // partition mode, Unix nanoseconds
+	stalls      []stall       // partition mode
 	held        [][2]int64    // the stalls whose first batch after is held
 	clockSteps  [][2]int64    // the nodes' clock steps: instant, size
 	changed     []flow.Report // partition mode with LaneIdle: scratch of Source.Changed
@@ -92,6 +93,24 @@ func (w *world) offset(t int64) int64 {
 		}
 	}
 	return d
+}
+
+// stall is a stall's span in Unix nanoseconds and the nodes it stops
+// (all when none).
+type stall struct {
+	span  [2]int64
+	nodes []string
+}
+
+// stalled reports whether the partitions of the node named n stand still
+// at t.
+func (w *world) stalled(n string, t int64) bool {
+	for _, st := range w.stalls {
+		if t >= st.span[0] && t < st.span[1] && (len(st.nodes) == 0 || slices.Contains(st.nodes, n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // clock is the nodes' time at virtual time t.
@@ -126,7 +145,7 @@ func Run(sc *Scenario) (*Result, error) {
 	w.commitEvery = w.step
 	for _, st := range sc.Stalls {
 		sp := spans([]Span{st.Span})[0]
-		w.stalls = append(w.stalls, sp)
+		w.stalls = append(w.stalls, stall{span: sp, nodes: st.Nodes})
 		if st.Held {
 			w.held = append(w.held, sp)
 		}

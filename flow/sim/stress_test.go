@@ -156,6 +156,14 @@ var stressRows = []stressRow{
 	{file: "restart-backlog-idle.yaml", bars: map[string]func(figures, float64) error{
 		"campaign": all(finalWithin(-0.01, 0.001)),
 	}},
+	// Backlogs read one node after another after a broker restart, 3 s
+	// before the end, with the lanes opened again at their first events:
+	// the first reader's picture of the others is their stall until their
+	// reports of the burst come. With the exchange a second late instead
+	// of 300 ms the same scenario ends up to 0.5% over (docs/results.md).
+	{file: "restart-staggered.yaml", bars: map[string]func(figures, float64) error{
+		"campaign": all(finalWithin(-0.015, 0.001)),
+	}},
 	// The same after a restart long enough for the controllers to be
 	// dropped and made again: they have no ratios to their peers yet, and
 	// take each peer for an own lane of average traffic (taking the peers

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 func bad(field, format string, a ...any) error {
@@ -56,6 +57,13 @@ func (s *Scenario) Validate() error {
 	}
 	if len(s.Stalls) > 0 && s.Partitions == nil {
 		return bad("stalls", "stalls need partitions")
+	}
+	for i, st := range s.Stalls {
+		for j, n := range st.Nodes {
+			if !slices.ContainsFunc(s.Nodes, func(nd Node) bool { return nd.Name == n }) {
+				return bad(fmt.Sprintf("stalls[%d].nodes[%d]", i, j), "no node named %q", n)
+			}
+		}
 	}
 	budgets := map[string]int{}
 	for i := range s.Budgets {
