@@ -67,14 +67,14 @@ func scrapeWorker(ctx context.Context, w *worker) (workerCounts, error) {
 	return scrape(ctx, addr)
 }
 
-// timeStatus times `throttler status --top 10` against the row's stats
+// timeStatus times `throttler status --top 20` against the row's stats
 // topic.
 func (r *run) timeStatus(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	out, err := exec.CommandContext(ctx, r.c.Binary, "status", "--brokers", r.addr, "--stats-topic", statsTopic,
-		"--top", "10", "--timeout", "90s").CombinedOutput()
+		"--top", "20", "--timeout", "90s").CombinedOutput()
 	if err != nil {
 		r.note("status failed: %v: %.200s", err, out)
 		return

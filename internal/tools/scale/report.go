@@ -67,7 +67,7 @@ type Row struct {
 	Churn      *ChurnRow `json:"churn,omitempty"`
 	// ImportSeconds is the time `throttler budget import` took (budgets
 	// through the control topic); StatusSeconds the time of `throttler
-	// status --top 10` after the run, its topics compacted.
+	// status --top 20` after the run, its topics compacted.
 	ImportSeconds *float64 `json:"import_seconds,omitempty"`
 	StatusSeconds *float64 `json:"status_seconds"`
 	Seconds       float64  `json:"seconds"`

@@ -24,7 +24,7 @@
 // read_committed against the input); the paced budgets' passes against
 // their targets; the longest gap between deliveries on an input partition
 // in steady state and, with changes, while they ran; and the time
-// `throttler status --top 10` took at the end, once the broker compacted
+// `throttler status --top 20` took at the end, once the broker compacted
 // its topics (SIGUSR1).
 //
 // Workers that deliver nothing make a row that says so: every wait has a
