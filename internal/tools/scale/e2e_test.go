@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/throttler/throttler/stats"
 )
 
 // TestRunSmall runs a small scale row end to end with a freshly built
@@ -51,6 +52,19 @@ func TestRunSmall(t *testing.T) {
 	}
 	if r.Input.Records != 3000 || r.Input.Bytes < 3000*80 || r.CoordinationTopics[statsTopic].Records == 0 {
 		t.Errorf("input %+v, coordination %+v", r.Input, r.CoordinationTopics)
+	}
+	// The stats topic by kind: its ledgers and its definitions add up
+	// with the rest to the topic, and the ledger ratio is theirs.
+	var kinds Volume
+	for _, v := range r.StatsKinds {
+		kinds.Records += v.Records
+		kinds.Bytes += v.Bytes
+	}
+	led := r.StatsKinds[stats.KindLedger.String()]
+	st := r.CoordinationTopics[statsTopic]
+	if kinds.Records != st.Records || kinds.Bytes != st.Bytes || led.Records == 0 || r.StatsKinds[stats.KindBudget.String()].Records == 0 ||
+		r.LedgerBytesRatio != float64(led.Bytes)/float64(r.Input.Bytes) {
+		t.Errorf("stats topic %+v, by kind %+v, ledger ratio %v", st, r.StatsKinds, r.LedgerBytesRatio)
 	}
 	ch := r.Churn
 	if ch == nil || ch.Adds == 0 || ch.Changes == 0 || ch.Deletes == 0 || r.ImportSeconds == nil {

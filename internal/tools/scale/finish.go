@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -37,10 +38,11 @@ func (r *run) finish(ctx context.Context, stopTail context.CancelFunc) error {
 	if err != nil {
 		return err
 	}
-	vols, err := volumes(ctx, r.opts, 10*time.Minute, coordinationTopics...)
+	vols, kinds, err := volumes(ctx, r.opts, 10*time.Minute, coordinationTopics...)
 	if err != nil {
 		return err
 	}
+	r.row.StatsKinds = kinds
 	r.figures(final, input, vols)
 	r.compact(ctx)
 	r.timeStatus(ctx)
@@ -113,6 +115,7 @@ func (r *run) figures(final []workerCounts, input []bool, vols map[string]Volume
 	if row.Input.Bytes > 0 {
 		row.BytesRatio = float64(row.Coordination.Bytes) / float64(row.Input.Bytes)
 		row.RecordsRatio = float64(row.Coordination.Records) / float64(row.Input.Records)
+		row.LedgerBytesRatio = float64(row.StatsKinds[stats.KindLedger.String()].Bytes) / float64(row.Input.Bytes)
 	}
 	load := r.c.Duration.Seconds()
 	steady := r.bounds[phases].Sub(r.bounds[0]).Seconds()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/throttler/throttler/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -164,16 +165,23 @@ func (v *Volume) add(rec *kgo.Record) {
 }
 
 // volumes reads topics whole, aborted records included, and returns
-// what each holds.
-func volumes(ctx context.Context, opts []kgo.Opt, timeout time.Duration, topics ...string) (map[string]Volume, error) {
-	out := make(map[string]Volume, len(topics))
+// what each holds, and what the stats topic holds of each record kind
+// (by the kind's name: budget definitions, ledgers, worker statuses).
+func volumes(ctx context.Context, opts []kgo.Opt, timeout time.Duration, topics ...string) (byTopic, byKind map[string]Volume, err error) {
+	byTopic, byKind = make(map[string]Volume, len(topics)), map[string]Volume{}
 	for _, t := range topics {
-		out[t] = Volume{}
+		byTopic[t] = Volume{}
 	}
-	err := readAll(ctx, opts, false, timeout, func(rec *kgo.Record) {
-		v := out[rec.Topic]
+	err = readAll(ctx, opts, false, timeout, func(rec *kgo.Record) {
+		v := byTopic[rec.Topic]
 		v.add(rec)
-		out[rec.Topic] = v
+		byTopic[rec.Topic] = v
+		if rec.Topic == statsTopic && len(rec.Key) > 0 {
+			k := stats.Kind(rec.Key[0]).String()
+			v := byKind[k]
+			v.add(rec)
+			byKind[k] = v
+		}
 	}, topics...)
-	return out, err
+	return byTopic, byKind, err
 }

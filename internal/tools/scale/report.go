@@ -24,7 +24,14 @@ type Row struct {
 	BytesRatio         float64           `json:"coordination_bytes_ratio"`
 	RecordsRatio       float64           `json:"coordination_records_ratio"`
 	CoordinationTopics map[string]Volume `json:"coordination_topics"`
-	LargestTopic       string            `json:"largest_record_topic"`
+	// StatsKinds is what the stats topic holds of each record kind, by
+	// its name ("budget definition", "ledger", "worker status"): the
+	// definitions are written once, when budgets are defined; the
+	// ledgers at every commit. LedgerBytesRatio is the ledgers' bytes
+	// over the input's.
+	StatsKinds       map[string]Volume `json:"coordination_stats_kinds"`
+	LedgerBytesRatio float64           `json:"ledger_bytes_ratio"`
+	LargestTopic     string            `json:"largest_record_topic"`
 	// Transactions are the workers' throttler_commits_total: committed
 	// and aborted over the row, aborted in steady state (the last two
 	// thirds of the load).
@@ -109,7 +116,7 @@ type ChurnRow struct {
 // WriteTable prints rows as a table, one line each.
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "budgets\tactive\tcoord bytes\tcoord records\tlargest rec\taborted (steady)\tworkers CPU (steady)\treq/s a worker (steady)\tmax peak RSS\tmax 1st delivery\tlost/dup\tpaced max dev\tlongest gap\tstatus\tnotes\t")
+	fmt.Fprintln(tw, "budgets\tactive\tcoord bytes (ledgers)\tcoord records\tlargest rec\taborted (steady)\tworkers CPU (steady)\treq/s a worker (steady)\tmax peak RSS\tmax 1st delivery\tlost/dup\tpaced max dev\tlongest gap\tstatus\tnotes\t")
 	for _, r := range rows {
 		var rss int64
 		var first *float64
@@ -128,8 +135,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if len(r.Workers) == 0 {
 			reqLo = 0
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.2fx\t%.2fx\t%s\t%.0f (%.0f)\t%.2f (%.2f)\t%.0f–%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t\n",
-			r.Budgets, r.ActiveBudgets, r.BytesRatio, r.RecordsRatio, size(r.Coordination.Largest), r.Transactions.Aborted, r.Transactions.AbortedSteady,
+		fmt.Fprintf(tw, "%d\t%d\t%.2fx (%.2fx)\t%.2fx\t%s\t%.0f (%.0f)\t%.2f (%.2f)\t%.0f–%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t\n",
+			r.Budgets, r.ActiveBudgets, r.BytesRatio, r.LedgerBytesRatio, r.RecordsRatio, size(r.Coordination.Largest), r.Transactions.Aborted, r.Transactions.AbortedSteady,
 			r.CPU, r.CPUSteady, reqLo, reqHi, size(rss), secs(first), r.IDs.Lost, r.IDs.Duplicated, pct(r), gap, secs(r.StatusSeconds), strings.Join(r.Notes, "; "))
 	}
 	return tw.Flush()
