@@ -42,8 +42,7 @@ func (r *run) finish(ctx context.Context, stopTail context.CancelFunc) error {
 	if err != nil {
 		return err
 	}
-	r.row.StatsKinds = kinds
-	r.figures(final, input, vols)
+	r.figures(final, input, vols, kinds)
 	r.compact(ctx)
 	r.timeStatus(ctx)
 	return nil
@@ -102,9 +101,9 @@ func (r *run) readInput(ctx context.Context) ([]bool, error) {
 }
 
 // figures fills the row from what was measured.
-func (r *run) figures(final []workerCounts, input []bool, vols map[string]Volume) {
+func (r *run) figures(final []workerCounts, input []bool, vols, kinds map[string]Volume) {
 	row := &r.row
-	row.CoordinationTopics = vols
+	row.CoordinationTopics, row.StatsKinds = vols, kinds
 	for t, v := range vols {
 		row.Coordination.Records += v.Records
 		row.Coordination.Bytes += v.Bytes
