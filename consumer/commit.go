@@ -38,9 +38,10 @@ func (w *Worker) commit() error {
 	defer cancel()
 	t0 := w.cfg.now()
 	w.inflight.Wait()
-	// The last unit's ledgers and offsets first: ledgers are written in
-	// the order of their units.
-	err := w.drainCommitter()
+	// The ledgers and offsets of the units before first: ledgers are
+	// written in the order of their units. At least once, the last
+	// unit's committer may go on beside this one's (settleCommitters).
+	err := w.settleCommitters()
 	w.m.commitSeconds.WithLabelValues("wait").Observe(w.cfg.now().Sub(t0).Seconds())
 	defer w.sess.allowRebalance()
 	if err != nil {
@@ -68,6 +69,9 @@ func (w *Worker) commit() error {
 			return err
 		}
 	} else {
+		if err := w.drainCommitter(); err != nil {
+			return err
+		}
 		if err := w.write(ctx, u, parts); err != nil {
 			return err
 		}
@@ -223,6 +227,8 @@ func (w *Worker) unitLedgers(parts []*partition, u *unit) ([]*kgo.Record, error)
 // unit's outputs are acknowledged, then commits its offsets, while the
 // poll loop goes on with the next unit (writeAhead).
 type committer struct {
+	// prev is the committer of the unit before, until this one is done
+	prev atomic.Pointer[committer]
 	done chan struct{}
 	err  error // set before done closes
 }
@@ -255,10 +261,12 @@ func (w *Worker) writeAhead(u *unit, parts []*partition) error {
 	sess := w.sess.(plainSession)
 	offsets := mergeOffsets(sess.cl.UncommittedOffsets(), w.ahead.commitOffsets(nil))
 	c := &committer{done: make(chan struct{})}
-	w.committing.Store(c)
+	prev := w.committing.Swap(c)
+	c.prev.Store(prev)
 	go func() {
 		defer close(c.done)
-		c.err = w.commitAhead(sess, outputs, recs, offsets)
+		c.err = w.commitAhead(sess, outputs, recs, offsets, prev)
+		c.prev.Store(nil)
 		if c.err != nil {
 			w.commitFailed.Store(true)
 		}
@@ -266,8 +274,17 @@ func (w *Worker) writeAhead(u *unit, parts []*partition) error {
 	return nil
 }
 
-// commitAhead is the committer's work (writeAhead).
-func (w *Worker) commitAhead(sess plainSession, outputs *unitAcks, ledgers []*kgo.Record, offsets map[string]map[int32]kgo.EpochOffset) error {
+// commitAhead is the committer's work (writeAhead): prev is the committer
+// of the unit before, if any, which writes its ledgers and commits its
+// offsets first.
+func (w *Worker) commitAhead(sess plainSession, outputs *unitAcks, ledgers []*kgo.Record, offsets map[string]map[int32]kgo.EpochOffset, prev *committer) error {
+	acked := outputs.wait(shutdownTimeout)
+	if prev != nil {
+		<-prev.done
+		if prev.err != nil {
+			return prev.err
+		}
+	}
 	if err := sess.commits.failed(); err != nil {
 		return &sessionError{fmt.Errorf("commit offsets: %w", err)}
 	}
@@ -280,7 +297,7 @@ func (w *Worker) commitAhead(sess plainSession, outputs *unitAcks, ledgers []*kg
 		}
 		return &sessionError{errCannotAbort}
 	}
-	if !outputs.wait(shutdownTimeout) {
+	if !acked {
 		return &sessionError{fmt.Errorf("flush: outputs not acknowledged within %v", shutdownTimeout)}
 	}
 	if err := failed(); err != nil {
@@ -298,6 +315,40 @@ func (w *Worker) commitAhead(sess plainSession, outputs *unitAcks, ledgers []*kg
 	}
 	sess.commitAsync(offsets)
 	return nil
+}
+
+// settleCommitters waits for the committers of the units of work before
+// the last one, and returns the first error of one done (which fails the
+// session). The last unit's committer may go on while the next unit is
+// processed, and the one after it is written (writeAhead): one unit
+// earlier than that, its outputs' acknowledgements and its ledgers' round
+// trip held the partitions idle at every commit. With partitions parked it
+// waits for every committer, as drainCommitter: restoring a parked
+// partition reads the ledgers written.
+func (w *Worker) settleCommitters() error {
+	c := w.committing.Load()
+	if c == nil {
+		return nil
+	}
+	w.parks.mu.Lock()
+	parked := len(w.parks.parts) > 0
+	w.parks.mu.Unlock()
+	if parked {
+		return w.drainCommitter()
+	}
+	if p := c.prev.Load(); p != nil {
+		<-p.done
+		if p.err != nil {
+			return p.err
+		}
+	}
+	select {
+	case <-c.done:
+		w.committing.CompareAndSwap(c, nil)
+		return c.err
+	default:
+		return nil
+	}
 }
 
 // drainCommitter waits for the committer of the last unit of work, if

@@ -64,12 +64,12 @@ func EndOffsets(ctx context.Context, t *testing.T, adm *kadm.Client, topic strin
 }
 
 // MaxCycle is the most events a killed at-least-once worker processes
-// again: those after its last written ledgers, two units of work (the
-// one whose ledgers were being written, and the one being processed),
+// again: those after its last written ledgers, three units of work (the
+// two whose ledgers were being written, and the one being processed),
 // each of at most the events it polls between two commits with the
 // defaults the crash test keeps (a commit once CommitRecords are pending,
 // after a poll of up to MaxPollRecords).
-const MaxCycle = 2 * (consumer.DefaultCommitRecords + consumer.DefaultMaxPollRecords - 1)
+const MaxCycle = 3 * (consumer.DefaultCommitRecords + consumer.DefaultMaxPollRecords - 1)
 
 // CheckKillDuplicates checks that every input event written more than once
 // to outputs was, at one of the kills, past the group's committed offset
