@@ -76,10 +76,14 @@ type allowance struct {
 	span  int64
 	slow  float64
 	upto  int64
-	// rest, when set: a longer span the allowance is granted for (a light
-	// budget's rest, restUntil), in force while the tree's tuner runs
-	// (alive: the instant until which its rounds are taken to run); once
-	// it stalls, span and upto apply as they are
+	// rest, when set: how long the allowance lasts in place of span (a
+	// light budget's rest, restUntil), in force while the tree's tuner runs
+	// (alive: the instant until which its rounds are taken to run); once it
+	// stalls, upto applies as it is. A rest lengthens the allowance's life,
+	// not its fill: past span the bucket fills at slow, so that a backlog
+	// read late in a rest taken behind the course (the first reads after a
+	// broker restart, the lanes idle until then) passes what a tune's
+	// allowance holds by then, not the wanted rate over the whole rest
 	rest  int64
 	alive *atomic.Int64
 	used  atomic.Int64
@@ -94,12 +98,12 @@ type allowance struct {
 // for) does not apply: the pass is for a lane already in the next period.
 func (a *allowance) take(t int64, capped bool) bool {
 	room := a.free
-	span, upto := a.span, a.upto
+	upto := a.upto
 	if a.rest > 0 && t <= a.alive.Load() {
-		span, upto = a.rest, upto+a.rest-a.span
+		upto += a.rest - a.span
 	}
 	if upto == 0 || t-a.from <= upto {
-		room += a.burst + a.fillOver(t, span)
+		room += a.burst + a.fill(t)
 	}
 	for {
 		n := a.used.Load() + 1
@@ -112,15 +116,12 @@ func (a *allowance) take(t int64, capped bool) bool {
 	}
 }
 
-// fill is what the bucket has filled with by t.
-func (a *allowance) fill(t int64) float64 { return a.fillOver(t, a.span) }
-
-// fillOver is what the bucket has filled with by t, at rate for span
+// fill is what the bucket has filled with by t, at rate for span
 // nanoseconds (when set) and at slow after.
-func (a *allowance) fillOver(t, span int64) float64 {
+func (a *allowance) fill(t int64) float64 {
 	dt := max(t-a.from, 0)
-	if span > 0 && dt > span {
-		return a.rate*float64(span) + a.slow*float64(dt-span)
+	if a.span > 0 && dt > a.span {
+		return a.rate*float64(a.span) + a.slow*float64(dt-a.span)
 	}
 	return a.rate * float64(dt)
 }

@@ -38,7 +38,9 @@ const restEvents = 20
 
 // restUntil sets the rest of a light budget (c.rest): until then, or until
 // its own lanes offered restEvents events since this tune, a round leaves
-// it unvisited (Tree.hold), and prm's allowance is granted for that span.
+// it unvisited (Tree.hold), and prm's allowance lasts that span (filling
+// past the tune's own span at the node's part of the ideal rate, as any
+// allowance does: see allowance).
 // A visit every tune interval re-tunes a budget whose own lanes offer a few
 // events a second on one event or none, which its estimates cannot tell
 // from noise, at the cost of reading the controller, its lanes and its
