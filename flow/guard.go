@@ -76,17 +76,17 @@ type allowance struct {
 	span  int64
 	slow  float64
 	upto  int64
-	// rest, when set: how long the allowance lasts in place of span (a
-	// light budget's rest, restUntil), in force while the tree's tuner runs
+	// longer, when set: how much longer than upto the allowance lasts for
+	// a light budget's rest (restUntil), while the tree's tuner runs
 	// (alive: the instant until which its rounds are taken to run); once it
 	// stalls, upto applies as it is. A rest lengthens the allowance's life,
 	// not its fill: past span the bucket fills at slow, so that a backlog
 	// read late in a rest taken behind the course (the first reads after a
 	// broker restart, the lanes idle until then) passes what a tune's
 	// allowance holds by then, not the wanted rate over the whole rest
-	rest  int64
-	alive *atomic.Int64
-	used  atomic.Int64
+	longer int64
+	alive  *atomic.Int64
+	used   atomic.Int64
 	// closing: the allowance paces the node by rate (closing.go), and
 	// what it left unused carries over to the next
 	closing bool
@@ -99,8 +99,8 @@ type allowance struct {
 func (a *allowance) take(t int64, capped bool) bool {
 	room := a.free
 	upto := a.upto
-	if a.rest > 0 && t <= a.alive.Load() {
-		upto += a.rest - a.span
+	if a.longer > 0 && t <= a.alive.Load() {
+		upto += a.longer
 	}
 	if upto == 0 || t-a.from <= upto {
 		room += a.burst + a.fill(t)

@@ -324,7 +324,7 @@ func TestRestLendsTimeNotPasses(t *testing.T) {
 	alive.Store(math.MaxInt64) // the tuner runs
 	grant := func() *allowance {
 		return &allowance{limit: 1 << 30, burst: 100, rate: 1000.0 / 1e9, span: 100 * ms, slow: 200.0 / 1e9,
-			upto: 100*ms + 6000*ms, rest: 2000 * ms, alive: &alive}
+			upto: 100*ms + 6000*ms, longer: 1900 * ms, alive: &alive} // a rest of 2 s
 	}
 	count := func(a *allowance, t int64) int {
 		n := 0

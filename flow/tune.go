@@ -67,7 +67,7 @@ func (c *Controller) restUntil(t int64, e *estimate, prm *params) {
 	if gap <= tune {
 		return
 	}
-	a.rest, a.alive = a.span+gap-tune, &c.tree.alive
+	a.longer, a.alive = gap-tune, &c.tree.alive
 	prm.rest = t + gap + tune
 	c.rest.Store(t + gap)
 }
