@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/throttler/throttler/flow"
 )
@@ -17,15 +18,25 @@ type lossyExchange struct {
 	loss    float64
 	rng     *rand.Rand
 	now     int64
-	outages [][2]int64 // [from, to) in Unix nanoseconds
-	pending []pending  // in publication order, so in visibility order
-	latest  map[string]map[string]flow.Report
+	outages [][2]int64               // [from, to) in Unix nanoseconds
+	pending []pending                // in publication order, so in visibility order
+	latest  map[string][]flow.Report // per budget, by source (sorted)
 	records int
+	pairs   int // (budget, source) pairs in latest
+	// fresh: per source that beats, the instant of its latest visible
+	// beat, which a View gives as the At of each of its reports (the
+	// instant they are known to hold as of, as stats.View gives a
+	// source's latest record)
+	fresh map[string]int64
+	// shown, when set, is called with each report made visible: what
+	// every reader of the exchange folds
+	shown func(flow.Report)
 }
 
 type pending struct {
 	visible int64
 	r       flow.Report
+	beat    bool // a beat of r.Source at r.At, no report
 }
 
 func newLossyExchange(delay int64, loss float64, seed uint64, outages [][2]int64) *lossyExchange {
@@ -34,7 +45,8 @@ func newLossyExchange(delay int64, loss float64, seed uint64, outages [][2]int64
 		loss:    loss,
 		rng:     rand.New(rand.NewPCG(seed, 0x5eed)),
 		outages: outages,
-		latest:  map[string]map[string]flow.Report{},
+		latest:  map[string][]flow.Report{},
+		fresh:   map[string]int64{},
 	}
 }
 
@@ -53,6 +65,17 @@ func (x *lossyExchange) Publish(rs []flow.Report) error {
 	return nil
 }
 
+// beat says, as a worker's ledger does with each record (a delta or a
+// heartbeat), that source's reports published so far hold as of at: a
+// source whose lanes only publish what changed is no less current for its
+// budgets without events. It becomes visible, or is lost, like a report.
+func (x *lossyExchange) beat(source string, at int64) {
+	if x.down(x.now) || x.loss > 0 && x.rng.Float64() < x.loss {
+		return
+	}
+	x.pending = append(x.pending, pending{visible: x.now + x.delay, r: flow.Report{Source: source, At: time.Unix(0, at)}, beat: true})
+}
+
 // advance makes visible what is due at now, unless the exchange is out.
 func (x *lossyExchange) advance(now int64) {
 	x.now = now
@@ -62,13 +85,21 @@ func (x *lossyExchange) advance(now int64) {
 	i := 0
 	for ; i < len(x.pending) && x.pending[i].visible <= now; i++ {
 		r := x.pending[i].r
-		bs := x.latest[r.Budget]
-		if bs == nil {
-			bs = map[string]flow.Report{}
-			x.latest[r.Budget] = bs
+		if x.pending[i].beat {
+			x.fresh[r.Source] = max(x.fresh[r.Source], r.At.UnixNano())
+			continue
 		}
-		if old, ok := bs[r.Source]; !ok || !r.At.Before(old.At) {
-			bs[r.Source] = r
+		bs := x.latest[r.Budget]
+		j, ok := slices.BinarySearchFunc(bs, r.Source, func(o flow.Report, s string) int { return strings.Compare(o.Source, s) })
+		switch {
+		case !ok:
+			x.latest[r.Budget] = slices.Insert(bs, j, r)
+			x.pairs++
+		case !r.At.Before(bs[j].At):
+			bs[j] = r
+		}
+		if x.shown != nil {
+			x.shown(r)
 		}
 	}
 	x.pending = x.pending[i:]
@@ -76,9 +107,11 @@ func (x *lossyExchange) advance(now int64) {
 
 func (x *lossyExchange) View(budget string, dst []flow.Report) []flow.Report {
 	n := len(dst)
-	for _, r := range x.latest[budget] {
-		dst = append(dst, r)
+	dst = append(dst, x.latest[budget]...)
+	for i := n; i < len(dst); i++ {
+		if at, ok := x.fresh[dst[i].Source]; ok && at > dst[i].At.UnixNano() {
+			dst[i].At = time.Unix(0, at)
+		}
 	}
-	slices.SortFunc(dst[n:], func(a, b flow.Report) int { return strings.Compare(a.Source, b.Source) })
 	return dst
 }
