@@ -35,20 +35,25 @@ import (
 // the reports of the budgets it has a controller for. With each node also
 // publishing, per sync, one sum per budget its sources changed (the
 // per-worker records of that design), the view would keep and fold one
-// entry per (budget, node) instead of one per (budget, source). Bytes are
-// entries times the ledger's entry size (about 20 B plus the budget's
-// name, the cost model of stats/doc.go); the simulator publishes a changed
-// pair once a sync, where the worker writes it in each commit that
-// changes it.
+// entry per (budget, node) instead of one per (budget, source); with
+// nodeSums the nodes publish and pace on such sums (TestScaleSums,
+// TestScaleInternet/node-sums), so the pacing of that design is measured
+// too. Bytes are entries times the ledger's entry size (about 20 B plus
+// the budget's name, the cost model of stats/doc.go); the simulator
+// publishes a changed pair once a sync, where the worker writes it in each
+// commit that changes it.
 //
-// TestScaleSmall (10,000 budgets over 8 nodes, 20 s) runs by default, in
-// a few seconds. TestScale (100,000 budgets over 64 nodes, 60 s of
+// TestScaleSmall (10,000 budgets over 8 nodes, 20 s), TestScaleSparse and
+// TestScaleSums (the same over 20 sources a node) run by default, in a few
+// seconds each. TestScale (100,000 budgets over 64 nodes, 60 s of
 // virtual time, 64,000 events/s, every node holding every definition) and
 // TestScaleInternet (1,000,000 budgets, 1,000 sources over 100 nodes) take
 // minutes and gigabytes: they run only when asked,
 //
 //	THROTTLER_SCALE_SIM=1 go test ./flow/sim -run 'TestScale$' -v -timeout 0
 //	THROTTLER_SCALE_SIM=internet go test ./flow/sim -run TestScaleInternet -v -timeout 0
+//
+// (TestScaleInternet runs its two variants one after the other.)
 type scaleSpec struct {
 	budgets, nodes, sources int // sources per node
 	rate                    float64
@@ -62,6 +67,12 @@ type scaleSpec struct {
 	// makes a controller at a budget's first event only, so pacing is the
 	// same; 100 trees of 1,000,000 definitions would take ~24 GB.
 	definedSeen bool
+	// nodeSums: nodes publish, per sync, one report per budget their
+	// sources changed, the sum of their sources' (source "nXX"), instead
+	// of one per source, and read every node's but their own: the
+	// per-worker records of the design in docs/scale.md, with pacing on
+	// them.
+	nodeSums bool
 }
 
 type scaleResult struct {
@@ -77,6 +88,7 @@ type scaleResult struct {
 	// the view as built: what every node folds (each report made
 	// visible) and its entries' bytes
 	folds, foldBytes int64
+	sums             int        // per-node sums published (nodeSums)
 	nodeViews        []nodeView // per node, bounded by its controllers
 	// per budget, the nodes that published a report of it (a bit each)
 	reporters map[int32][]uint64
@@ -101,6 +113,8 @@ type topBudget struct {
 }
 
 type scaleNode struct {
+	name    string        // "nXX", the source of its sums
+	ex      flow.Exchange // what it reads its peers from
 	tree    *flow.Tree
 	srcs    []*flow.Source
 	ledger  []map[string]flow.Report // per source: what it published (what restore returns)
@@ -146,10 +160,15 @@ func scaleEvents(sp scaleSpec) int { return int(sp.rate * float64(scaleStep) / 1
 // newScaleNode is node i: its events drawn from the Zipf law, a tree of
 // every budget (or of those its events name) and its sources, each
 // restoring its lanes from what it published.
-func newScaleNode(t *testing.T, sp scaleSpec, i int, budgets []flow.Budget, ex flow.Exchange) *scaleNode {
+func newScaleNode(t *testing.T, sp scaleSpec, i int, budgets []flow.Budget, lx *lossyExchange) *scaleNode {
+	name := fmt.Sprintf("n%02d", i)
+	var ex flow.Exchange = lx
+	if sp.nodeSums {
+		ex = othersExchange{lx, name}
+	}
 	rng := rand.New(rand.NewPCG(sp.seed, uint64(i)+1))
 	zipf := rand.NewZipf(rng, sp.zipf, 1, uint64(sp.budgets-1))
-	n := &scaleNode{touched: map[uint64]bool{}, changed: map[int32]bool{}, active: make([]uint64, (sp.budgets+63)/64),
+	n := &scaleNode{name: name, ex: ex, touched: map[uint64]bool{}, changed: map[int32]bool{}, active: make([]uint64, (sp.budgets+63)/64),
 		phase: (scaleSync * int64(i) / int64(sp.nodes)) / scaleStep * scaleStep}
 	n.events = make([]int32, scaleEvents(sp)*int(int64(sp.duration)/scaleStep))
 	for j := range n.events {
@@ -173,7 +192,7 @@ func newScaleNode(t *testing.T, sp scaleSpec, i int, budgets []flow.Budget, ex f
 	n.tree = tree
 	for s := range sp.sources {
 		ledger := map[string]flow.Report{}
-		src, err := tree.Open(fmt.Sprintf("n%02d/%d", i, s), epoch, func(b string) (flow.Report, bool) {
+		src, err := tree.Open(fmt.Sprintf("%s/%d", name, s), epoch, func(b string) (flow.Report, bool) {
 			r, ok := ledger[b]
 			return r, ok
 		})
@@ -234,9 +253,9 @@ func runScale(t *testing.T, sp scaleSpec) scaleResult {
 		for i, n := range nodes {
 			now := time.Unix(0, t0)
 			if (t0-e0-n.phase)%scaleSync == 0 {
-				n.publish(t, now, sp.idleFor, ex, &res)
+				n.publish(t, sp, now, ex, &res)
 				n.publishSums(i, nodes, &res)
-				n.tree.Sync(now, ex)
+				n.tree.Sync(now, n.ex)
 				n.countView(t, ex, &res)
 			} else {
 				n.tree.Tune(now)
@@ -245,7 +264,7 @@ func runScale(t *testing.T, sp scaleSpec) scaleResult {
 		}
 	}
 	for i, n := range nodes { // a last sync publishes the last events
-		n.publish(t, time.Unix(0, e0+dur), sp.idleFor, ex, &res)
+		n.publish(t, sp, time.Unix(0, e0+dur), ex, &res)
 		n.publishSums(i, nodes, &res)
 		res.controllers += len(n.tree.Controllers())
 		for _, s := range n.srcs {
@@ -335,7 +354,7 @@ func (n *scaleNode) offer(sp scaleSpec, t0 int64, names [][]byte, passed []float
 // then the source releases its idle lanes. It checks that the lanes listed
 // are exactly those with an event since the node's last sync, and that
 // cumulative counters never went backwards.
-func (n *scaleNode) publish(t *testing.T, now time.Time, idleFor time.Duration, ex *lossyExchange, res *scaleResult) {
+func (n *scaleNode) publish(t *testing.T, sp scaleSpec, now time.Time, ex *lossyExchange, res *scaleResult) {
 	t.Helper()
 	for s, src := range n.srcs {
 		n.reps = src.Changed(now, n.reps[:0])
@@ -349,12 +368,67 @@ func (n *scaleNode) publish(t *testing.T, now time.Time, idleFor time.Duration, 
 			n.ledger[s][r.Budget] = r
 		}
 		res.published += len(n.reps)
-		_ = ex.Publish(n.reps)
-		ex.beat(src.Name(), now.UnixNano())
+		if !sp.nodeSums {
+			_ = ex.Publish(n.reps)
+			ex.beat(src.Name(), now.UnixNano())
+		}
 		src.Published()
-		src.Release(now, idleFor)
+		src.Release(now, sp.idleFor)
+	}
+	if sp.nodeSums {
+		n.reps = n.reps[:0]
+		for b := range n.changed {
+			n.reps = append(n.reps, n.sum(budgetName(b), now))
+		}
+		res.sums += len(n.reps)
+		_ = ex.Publish(n.reps)
+		ex.beat(n.name, now.UnixNano())
 	}
 	clear(n.touched)
+}
+
+// sum is the node's report of budget as the sum of its sources' latest.
+func (n *scaleNode) sum(budget string, now time.Time) flow.Report {
+	s := flow.Report{Budget: budget, Source: n.name, At: now, Since: now}
+	for _, l := range n.ledger {
+		r, ok := l[budget]
+		if !ok {
+			continue
+		}
+		if r.Since.Before(s.Since) {
+			s.Since = r.Since
+		}
+		s.Total.Offered += r.Total.Offered
+		s.Total.Passed += r.Total.Passed
+		s.Total.Rewards += r.Total.Rewards
+		s.InPeriod.Offered += r.InPeriod.Offered
+		s.InPeriod.Passed += r.InPeriod.Passed
+		s.InPeriod.Rewards += r.InPeriod.Rewards
+		s.Period, s.Cut, s.Conversion, s.RewardDelay = r.Period, r.Cut, r.Conversion, r.RewardDelay
+	}
+	return s
+}
+
+// budgetName is the name of budget k.
+func budgetName(k int32) string { return fmt.Sprintf("b%06d", k) }
+
+// othersExchange is a node's view of an exchange of per-node sums: every
+// node's but its own, which its lanes hold.
+type othersExchange struct {
+	*lossyExchange
+	self string
+}
+
+func (x othersExchange) View(budget string, dst []flow.Report) []flow.Report {
+	n := len(dst)
+	dst = x.lossyExchange.View(budget, dst)
+	out := dst[:n]
+	for _, r := range dst[n:] {
+		if r.Source != x.self {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // runAndLogScale runs sp and logs its figures.
@@ -388,8 +462,12 @@ func logScale(t *testing.T, sp scaleSpec, res scaleResult, took time.Duration) {
 	}
 	t.Logf("live heap: %d MB with %s, %d MB at the end (the exchange holds %d reports)",
 		res.heapSetup>>20, held, res.heapEnd>>20, res.exPairs)
-	t.Logf("view per node, as built (every report of the cluster): %d entries at the end, %.0f folds/s, %.0f B/s",
-		res.exPairs, float64(res.folds)/secs, float64(res.foldBytes)/secs)
+	built := "as built (every report of the cluster)"
+	if sp.nodeSums {
+		built = fmt.Sprintf("of per-node sums (%.0f published/s), every node's", float64(res.sums)/secs)
+	}
+	t.Logf("view per node, %s: %d entries at the end, %.0f folds/s, %.0f B/s",
+		built, res.exPairs, float64(res.folds)/secs, float64(res.foldBytes)/secs)
 	q := func(f func(v nodeView) float64) string {
 		xs := make([]float64, len(res.nodeViews))
 		for i, v := range res.nodeViews {
@@ -420,8 +498,12 @@ func checkScale(t *testing.T, sp scaleSpec, res scaleResult, finalErr, maxDev fl
 	if res.published != res.touched {
 		t.Errorf("published %d reports, %d (budget, source) pairs had events", res.published, res.touched)
 	}
-	if res.folds != int64(res.published) {
-		t.Errorf("%d reports published, %d made visible", res.published, res.folds)
+	want := res.published
+	if sp.nodeSums {
+		want = res.sums
+	}
+	if res.folds != int64(want) {
+		t.Errorf("%d reports and %d sums published, %d made visible", res.published, res.sums, res.folds)
 	}
 	for i, v := range res.nodeViews {
 		if v.folds > res.folds || v.maxEntries > res.exPairs || v.folds == 0 {
@@ -461,6 +543,15 @@ func TestScaleSparse(t *testing.T) {
 	checkScale(t, sp, res, 0.03, 0.06)
 }
 
+// TestScaleSums is TestScaleSparse with per-node sums in place of a report
+// per source: a node's peers are the other nodes, whatever their sources.
+func TestScaleSums(t *testing.T) {
+	sp := scaleSpec{budgets: 10000, nodes: 8, sources: 20, rate: 1000, duration: 20 * time.Second,
+		zipf: 1.1, passFraction: 0.5, idleFor: 10 * time.Second, seed: 1, nodeSums: true}
+	res := runAndLogScale(t, sp)
+	checkScale(t, sp, res, 0.03, 0.06)
+}
+
 func TestScale(t *testing.T) {
 	if os.Getenv("THROTTLER_SCALE_SIM") == "" {
 		t.Skip("100,000 budgets over 64 nodes: set THROTTLER_SCALE_SIM=1")
@@ -475,8 +566,10 @@ func TestScale(t *testing.T) {
 // 1,000,000 budgets, 1,000 sources (partitions) over 100 nodes, each node
 // deciding 1,000 events/s (100,000 events/s in all), every budget defined
 // cluster-wide but each node's tree holding the budgets its events name
-// (definedSeen). THROTTLER_SCALE_SIM_SECONDS sets the virtual time, and
-// the budgets' window (10 s by default: about four minutes and 15 GB).
+// (definedSeen); once with a report per source, as built, and once with
+// per-node sums (nodeSums). THROTTLER_SCALE_SIM_SECONDS sets the virtual
+// time and the budgets' window (10 s by default: about four minutes and
+// 15 GB with a report per source, two minutes and 8 GB with sums).
 func TestScaleInternet(t *testing.T) {
 	if os.Getenv("THROTTLER_SCALE_SIM") != "internet" {
 		t.Skip("1,000,000 budgets, 1,000 sources, 100 nodes: set THROTTLER_SCALE_SIM=internet")
@@ -488,11 +581,19 @@ func TestScaleInternet(t *testing.T) {
 			t.Fatalf("THROTTLER_SCALE_SIM_SECONDS=%q: want a number of seconds, 10 or more", v)
 		}
 	}
-	sp := scaleSpec{budgets: 1000000, nodes: 100, sources: 10, rate: 1000, duration: time.Duration(secs) * time.Second,
-		zipf: 1.1, passFraction: 0.5, idleFor: 10 * time.Second, seed: 1, definedSeen: true}
-	res := runAndLogScale(t, sp)
-	// A window of ten sync intervals (by default; 13 GB of live heap at
-	// its end): the first second, paced at the prior share before any
-	// peer is known, is most of the deviation from the course.
-	checkScale(t, sp, res, 0.02, 0.07)
+	for _, sums := range []bool{false, true} {
+		name := "per-source"
+		if sums {
+			name = "node-sums"
+		}
+		t.Run(name, func(t *testing.T) {
+			sp := scaleSpec{budgets: 1000000, nodes: 100, sources: 10, rate: 1000, duration: time.Duration(secs) * time.Second,
+				zipf: 1.1, passFraction: 0.5, idleFor: 10 * time.Second, seed: 1, definedSeen: true, nodeSums: sums}
+			res := runAndLogScale(t, sp)
+			// A window of ten sync intervals (by default): the first
+			// second, paced at the prior share before any peer is
+			// known, is most of the deviation from the course.
+			checkScale(t, sp, res, 0.02, 0.07)
+		})
+	}
 }
