@@ -22,7 +22,6 @@ type lossyExchange struct {
 	pending []pending                // in publication order, so in visibility order
 	latest  map[string][]flow.Report // per budget, by source (sorted)
 	records int
-	pairs   int // (budget, source) pairs in latest
 	// fresh: per source that beats, the instant of its latest visible
 	// beat, which a View gives as the At of each of its reports (the
 	// instant they are known to hold as of, as stats.View gives a
@@ -94,7 +93,6 @@ func (x *lossyExchange) advance(now int64) {
 		switch {
 		case !ok:
 			x.latest[r.Budget] = slices.Insert(bs, j, r)
-			x.pairs++
 		case !r.At.Before(bs[j].At):
 			bs[j] = r
 		}

@@ -148,7 +148,7 @@ func scaleBudgets(sp scaleSpec) ([]flow.Budget, []float64) {
 	budgets := make([]flow.Budget, sp.budgets)
 	for k := range budgets {
 		shares[k] /= h
-		budgets[k] = flow.Budget{Name: fmt.Sprintf("b%06d", k), Begin: epoch, End: epoch.Add(sp.duration),
+		budgets[k] = flow.Budget{Name: budgetName(int32(k)), Begin: epoch, End: epoch.Add(sp.duration),
 			Target: sp.passFraction * total * shares[k]}
 	}
 	return budgets, shares
@@ -277,7 +277,9 @@ func runScale(t *testing.T, sp scaleSpec) scaleResult {
 		res.nodeViews = append(res.nodeViews, n.view)
 	}
 	res.heapEnd = liveHeap()
-	res.exPairs = ex.pairs
+	for _, rs := range ex.latest {
+		res.exPairs += len(rs)
+	}
 	runtime.KeepAlive(nodes)
 	for k := range scaleTop {
 		b := budgets[k]
